@@ -1,0 +1,7 @@
+"""robot_dynamics: Newton–Euler computed-torque control of serial arms, for ROS 2.
+
+The core (model, dynamics, lagrange, trajectory, control, integration) is pure numpy and
+imports without ROS; the nodes live in `robot_dynamics.nodes`.
+"""
+
+__version__ = '0.1.0'

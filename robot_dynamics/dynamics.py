@@ -1,0 +1,188 @@
+"""Public dynamics functions: model first, one state `(n,)` or a batch `(B, n)`.
+
+Joint-space terms beyond rigid bodies, all optional in the model and zero by default:
+
+    τ = M_rb(q) q̈ + C(q, q̇) q̇ + g(q)              rigid bodies (Newton–Euler)
+        + armature ⊙ q̈                              reflected rotor inertia
+        + viscous_friction ⊙ q̇ + coulomb_friction ⊙ sign(q̇)
+        + Jᵀ(q) w                                   tip wrench, see `inverse_dynamics`
+
+`mass_matrix` includes the armature; `bias_forces` includes Coriolis, centrifugal,
+gravity and friction, so that ``inverse_dynamics == mass_matrix @ q̈ + bias_forces``.
+Units: SI; efforts in N·m (revolute) or N (prismatic).
+"""
+
+import numpy as np
+
+from robot_dynamics import algorithms
+
+__all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
+           'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
+           'jacobian', 'kinetic_energy', 'potential_energy', 'friction_torques']
+
+
+def _batch(model, value, name, width=None):
+    """(B, width) float array and whether the input was a single state."""
+    width = model.n if width is None else width
+    array = np.asarray(value, dtype=float)
+    if array.ndim == 1 and array.shape[0] == width:
+        return array[None, :], True
+    if array.ndim == 2 and array.shape[1] == width:
+        return array, False
+    raise ValueError(f'{name}: expected shape ({width},) or (B, {width}), got {array.shape}')
+
+
+def _states(model, *named):
+    arrays, singles = [], []
+    for name, value in named:
+        array, single = _batch(model, value, name)
+        arrays.append(array)
+        singles.append(single)
+    sizes = {a.shape[0] for a, s in zip(arrays, singles) if not s}
+    if len(sizes) > 1:
+        raise ValueError(f'batch sizes differ: {", ".join(f"{n}: {a.shape}" for (n, _), a in zip(named, arrays))}')
+    size = sizes.pop() if sizes else 1
+    arrays = [np.broadcast_to(a, (size, model.n)) if a.shape[0] != size else a for a in arrays]
+    return arrays, all(singles)
+
+
+def _wrench(wrench, size):
+    if wrench is None:
+        return None
+    array = np.asarray(wrench, dtype=float)
+    if array.shape == (6,):
+        return np.broadcast_to(array, (size, 6))
+    if array.shape == (size, 6):
+        return array
+    raise ValueError(f'wrench: expected shape (6,) or ({size}, 6), got {array.shape}')
+
+
+def _out(array, single):
+    return array[0] if single else array
+
+
+def friction_torques(model, qd):
+    """Viscous and Coulomb joint friction, b ⊙ q̇ + f_c ⊙ sign(q̇) ([SAS] eq. 2.39)."""
+    qd_b, single = _batch(model, qd, 'qd')
+    tau = qd_b * model.viscous_friction + np.sign(qd_b) * model.coulomb_friction
+    return _out(tau, single)
+
+
+def inverse_dynamics(model, q, qd, qdd, wrench=None):
+    """Joint efforts τ that produce q̈ at (q, q̇): recursive Newton–Euler.
+
+    `wrench` = [fx, fy, fz, nx, ny, nz] is the force and moment the last link exerts on
+    its environment (e.g. holding a load), expressed in the last DH link frame, moment
+    about that frame's origin; it adds ``Jᵀ w`` (J in the same frame) to τ. One wrench
+    (6,) for all samples or one per sample (B, 6).
+    """
+    (q_b, qd_b, qdd_b), single = _states(model, ('q', q), ('qd', qd), ('qdd', qdd))
+    tau = algorithms.rnea(model.chain, q_b, qd_b, qdd_b, model.gravity,
+                          _wrench(wrench, q_b.shape[0]))
+    tau = tau + qdd_b * model.armature + _friction(model, qd_b)
+    return _out(tau, single)
+
+
+def _friction(model, qd_b):
+    if not model.has_friction:
+        return 0.0
+    return qd_b * model.viscous_friction + np.sign(qd_b) * model.coulomb_friction
+
+
+def mass_matrix(model, q):
+    """Joint-space inertia matrix M(q) (n, n) or (B, n, n), armature included."""
+    q_b, single = _batch(model, q, 'q')
+    M = algorithms.mass_matrix_rnea(model.chain, q_b)
+    M = M + np.diag(model.armature)
+    return _out(M, single)
+
+
+def bias_forces(model, q, qd):
+    """C(q, q̇) q̇ + g(q) + friction(q̇): the efforts at zero acceleration."""
+    (q_b, qd_b), single = _states(model, ('q', q), ('qd', qd))
+    tau = algorithms.rnea(model.chain, q_b, qd_b, np.zeros_like(q_b), model.gravity)
+    return _out(tau + _friction(model, qd_b), single)
+
+
+def gravity_torques(model, q):
+    """g(q): the efforts that hold the arm still against gravity."""
+    q_b, single = _batch(model, q, 'q')
+    zeros = np.zeros_like(q_b)
+    return _out(algorithms.rnea(model.chain, q_b, zeros, zeros, model.gravity), single)
+
+
+def forward_dynamics(model, q, qd, tau, wrench=None):
+    """Joint accelerations q̈ under efforts τ: articulated-body algorithm, O(n).
+
+    Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
+    (q_b, qd_b, tau_b), single = _states(model, ('q', q), ('qd', qd), ('tau', tau))
+    net = tau_b - _friction(model, qd_b)
+    qdd = algorithms.aba(model.chain, q_b, qd_b, net, model.gravity, model.armature,
+                         _wrench(wrench, q_b.shape[0]))
+    return _out(qdd, single)
+
+
+def forward_dynamics_mass_matrix(model, q, qd, tau, wrench=None):
+    """q̈ = M⁻¹(τ − h): the mass-matrix route of seed 001 §7, solved by Cholesky
+    (M is symmetric positive definite). An independent cross-check of `forward_dynamics`."""
+    (q_b, qd_b, tau_b), single = _states(model, ('q', q), ('qd', qd), ('tau', tau))
+    w = _wrench(wrench, q_b.shape[0])
+    h = algorithms.rnea(model.chain, q_b, qd_b, np.zeros_like(q_b), model.gravity, w)
+    h = h + _friction(model, qd_b)
+    M = algorithms.mass_matrix_rnea(model.chain, q_b) + np.diag(model.armature)
+    L = np.linalg.cholesky(M)
+    y = np.linalg.solve(L, (tau_b - h)[..., None])
+    qdd = np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+    return _out(qdd, single)
+
+
+def forward_kinematics(model, q):
+    """Homogeneous transforms of DH link frames 1..n in the base frame: (n, 4, 4) or
+    (B, n, 4, 4). The last one is the tool (tip) frame."""
+    q_b, single = _batch(model, q, 'q')
+    Rb, pb = algorithms.body_poses(model.chain, q_b)
+    ch = model.chain
+    T = np.zeros(Rb.shape[:2] + (4, 4))
+    T[..., :3, :3] = Rb @ ch.R_link
+    T[..., :3, 3] = pb + np.einsum('bnij,nj->bni', Rb, ch.p_link)
+    T[..., 3, 3] = 1.0
+    return _out(T, single)
+
+
+def jacobian(model, q):
+    """Geometric Jacobian (6, n) or (B, 6, n) of the tip frame in the base frame:
+    rows [v; ω], v the velocity of the tip-frame origin."""
+    q_b, single = _batch(model, q, 'q')
+    Rb, pb = algorithms.body_poses(model.chain, q_b)
+    ch = model.chain
+    tip = pb[:, -1] + np.einsum('bij,j->bi', Rb[:, -1], ch.p_tip)
+    z = Rb[..., :, 2]                                    # (B, n, 3) joint axes in base
+    J = np.zeros((q_b.shape[0], 6, model.n))
+    lever = tip[:, None, :] - pb
+    rev = algorithms.cross(z, lever)
+    pris = ch.prismatic[None, :, None]
+    J[:, :3, :] = np.swapaxes(np.where(pris, z, rev), 1, 2)
+    J[:, 3:, :] = np.swapaxes(np.where(pris, 0.0, z), 1, 2)
+    return _out(J, single)
+
+
+def kinetic_energy(model, q, qd):
+    """Σ ½ m |v_c|² + ½ ωᵀ I ω over the links, plus ½ armature q̇² [J], computed from the
+    link velocities (independently of the mass matrix)."""
+    (q_b, qd_b), single = _states(model, ('q', q), ('qd', qd))
+    ch = model.chain
+    w, v = algorithms.body_velocities(ch, q_b, qd_b)
+    vc = v + algorithms.cross(w, np.broadcast_to(ch.com, w.shape))
+    rot = 0.5 * np.einsum('bni,nij,bnj->b', w, ch.inertia, w)
+    lin = 0.5 * np.einsum('n,bni,bni->b', ch.mass, vc, vc)
+    rotor = 0.5 * np.sum(model.armature * qd_b ** 2, axis=1)
+    return _out(rot + lin + rotor, single)
+
+
+def potential_energy(model, q):
+    """−Σ m_i gᵀ c_i [J], c_i the centre of mass of link i in the base frame."""
+    q_b, single = _batch(model, q, 'q')
+    ch = model.chain
+    Rb, pb = algorithms.body_poses(ch, q_b)
+    c = pb + np.einsum('bnij,nj->bni', Rb, ch.com)
+    return _out(-np.einsum('n,bni,i->b', ch.mass, c, model.gravity), single)

@@ -1,0 +1,462 @@
+"""The robot model: a serial chain described by Denavit–Hartenberg parameters.
+
+`RobotModel` is immutable and validated once. Everything that does not depend on the
+joint state is precomputed here, in one internal representation that every algorithm
+uses (see ``Chain`` below):
+
+    body i frame = parent body frame · placement_i · joint_i(q_i)
+
+where ``placement_i`` is a constant rigid transform (rotation ``R0[i]``, translation
+``p0[i]``) and ``joint_i`` is a rotation about, or a translation along, the local z axis.
+Both DH conventions map onto it (DESIGN.md, "Conventions"):
+
+* modified (Craig): ``T_{i-1,i} = Rx(α_i) Tx(a_i) Rz(θ_i) Tz(d_i)``: placement = Rx(α_i) Tx(a_i),
+  body frame i = link frame i;
+* standard (distal): ``T_{i-1,i} = Rz(θ_i) Tz(d_i) Tx(a_i) Rx(α_i)``: body frame i is the
+  frame on joint i (link frame i-1 turned by joint i); placement_i = Tx(a_{i-1}) Rx(α_{i-1})
+  (identity for i = 1); link frame i = body frame i · Tx(a_i) Rx(α_i). The inertial
+  parameters, given in link frame i, are moved into body frame i at construction.
+
+``Tx(a) Rx(α) = Rx(α) Tx(a)``, so both conventions give placements of the same form.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import yaml
+
+__all__ = ['RobotModel', 'Payload', 'ModelWarning']
+
+REVOLUTE = 'revolute'
+PRISMATIC = 'prismatic'
+CONVENTIONS = ('standard', 'modified')
+JOINT_TYPES = (REVOLUTE, PRISMATIC)
+PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
+                      'position_min', 'position_max', 'velocity_max', 'effort_max')
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+class ModelWarning(UserWarning):
+    """Physically doubtful but accepted model data (e.g. textbook inertias)."""
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A rigid body attached to the last link: mass [kg], centre of mass [m] and inertia
+    about the centre of mass [kg m²] (3×3), both in the last DH link frame."""
+
+    mass: float = 0.0
+    com: tuple = (0.0, 0.0, 0.0)
+    inertia: tuple = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+
+def rot_x(angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def rot_z(angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def transform(rotation, translation):
+    out = np.eye(4)
+    out[:3, :3] = rotation
+    out[:3, 3] = translation
+    return out
+
+
+def inertia_from_urdf6(values):
+    """(ixx, ixy, ixz, iyy, iyz, izz) -> symmetric 3×3 matrix."""
+    ixx, ixy, ixz, iyy, iyz, izz = values
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+def combine_bodies(m1, c1, i1, m2, c2, i2):
+    """Mass, centre of mass and centroidal inertia of two rigid bodies in one frame."""
+    m = m1 + m2
+    if m <= 0.0:
+        return 0.0, np.zeros(3), i1 + i2
+    c = (m1 * c1 + m2 * c2) / m
+    inertia = np.zeros((3, 3))
+    for mk, ck, ik in ((m1, c1, i1), (m2, c2, i2)):
+        r = ck - c
+        inertia += ik + mk * (np.dot(r, r) * np.eye(3) - np.outer(r, r))
+    return m, c, inertia
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The internal, convention-free description of a serial chain (all numpy arrays,
+    precomputed, read-only). Body i's joint acts about/along its local z axis.
+
+    R0, p0:     (n, 3, 3), (n, 3) constant placement of joint i in body i-1 (body 0 = base)
+    theta0, d0: (n,) constant rotation about / translation along z of joint i
+    prismatic:  (n,) bool
+    mass, com, inertia: (n,), (n, 3), (n, 3, 3) body i in body frame i (payload included)
+    R_tip, p_tip: the last DH link frame in body frame n (where wrenches and the payload live)
+    R_link, p_link: (n, 3, 3), (n, 3) DH link frame i in body frame i (for kinematics)
+    """
+
+    R0: np.ndarray
+    p0: np.ndarray
+    theta0: np.ndarray
+    d0: np.ndarray
+    prismatic: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+    R_tip: np.ndarray
+    p_tip: np.ndarray
+    R_link: np.ndarray
+    p_link: np.ndarray
+
+
+def _read_only(array):
+    array = np.array(array, dtype=float)
+    array.setflags(write=False)
+    return array
+
+
+class RobotModel:
+    """An immutable serial-arm model. Build with `from_params`, `from_yaml` or the
+    constructor; all lengths in m, angles in rad, masses in kg, inertias in kg m²."""
+
+    def __init__(self, dh_convention, joint_types, a, alpha, d, theta, mass, com, inertia,
+                 gravity=DEFAULT_GRAVITY, armature=None, viscous_friction=None,
+                 coulomb_friction=None, position_min=None, position_max=None,
+                 velocity_max=None, effort_max=None, payload=None):
+        if dh_convention not in CONVENTIONS:
+            raise ValueError(f'robot.dh_convention: unknown convention {dh_convention!r}, '
+                             f'expected one of {CONVENTIONS}')
+        joint_types = tuple(joint_types) if not isinstance(joint_types, str) else None
+        if not joint_types:
+            raise ValueError('robot.joint_types: expected a non-empty list of joint types')
+        n = len(joint_types)
+        for i, jt in enumerate(joint_types):
+            if jt not in JOINT_TYPES:
+                raise ValueError(f'robot.joint_types[{i}]: unknown joint type {jt!r}, '
+                                 f'expected one of {JOINT_TYPES}')
+        self._convention = dh_convention
+        self._joint_types = joint_types
+        self._n = n
+        self._a = _vector('a', a, n)
+        self._alpha = _vector('alpha', alpha, n)
+        self._d = _vector('d', d, n)
+        self._theta = _vector('theta', theta, n)
+        self._mass = _vector('mass', mass, n)
+        for i, m in enumerate(self._mass):
+            if m < 0.0:
+                raise ValueError(f'robot.mass[{i}]: negative mass {m} kg (link {i + 1})')
+        self._com = _vector('com', com, 3 * n).reshape(n, 3)
+        inertia6 = _vector('inertia', inertia, 6 * n).reshape(n, 6)
+        self._inertia = np.array([inertia_from_urdf6(row) for row in inertia6])
+        for i in range(n):
+            _check_inertia(f'robot.inertia (link {i + 1}, index {6 * i}..{6 * i + 5})',
+                           self._inertia[i], self._mass[i])
+        self._gravity = _vector('gravity', gravity, 3)
+        self._armature = _optional('armature', armature, n, 0.0, nonnegative=True)
+        self._viscous = _optional('viscous_friction', viscous_friction, n, 0.0, nonnegative=True)
+        self._coulomb = _optional('coulomb_friction', coulomb_friction, n, 0.0, nonnegative=True)
+        self._position_min = _optional('position_min', position_min, n, -math.inf)
+        self._position_max = _optional('position_max', position_max, n, math.inf)
+        for i in range(n):
+            if self._position_min[i] >= self._position_max[i]:
+                raise ValueError(f'robot.position_min[{i}] >= robot.position_max[{i}] '
+                                 f'({self._position_min[i]} >= {self._position_max[i]})')
+        self._velocity_max = _optional('velocity_max', velocity_max, n, math.inf, positive=True)
+        self._effort_max = _optional('effort_max', effort_max, n, math.inf, positive=True)
+        self._payload = _payload(payload)
+        for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
+                      self._inertia, self._gravity):
+            array.setflags(write=False)
+        self._chain = self._build_chain()
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_params(cls, robot):
+        """Build from the `robot` parameter block as a dict: nested
+        (``{'payload': {'mass': 1.0}}``) or flattened with dots (``{'payload.mass': 1.0}``),
+        the way a node reads it with ``get_parameters_by_prefix('robot')``."""
+        if not isinstance(robot, dict):
+            raise ValueError(f'robot: expected a mapping of parameters, got {type(robot).__name__}')
+        block = _nest(robot)
+        known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
+                 'inertia', 'gravity', 'payload', *PER_JOINT_OPTIONAL}
+        ignored = {'source', 'name', 'description'}  # reserved for other model sources
+        unknown = sorted(set(block) - known - ignored)
+        if unknown:
+            raise ValueError(f'robot.{unknown[0]}: unknown key (known keys: {sorted(known)})')
+        source = block.get('source', 'dh')
+        if source != 'dh':
+            raise ValueError(f'robot.source: {source!r} is not a DH model; only "dh" is '
+                             'read by RobotModel.from_params')
+        required = ('dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass',
+                    'com', 'inertia')
+        for key in required:
+            if key not in block:
+                raise ValueError(f'robot.{key}: missing required key')
+        kwargs = {key: block[key] for key in required}
+        for key in ('gravity', *PER_JOINT_OPTIONAL):
+            if key in block:
+                kwargs[key] = block[key]
+        if 'payload' in block:
+            kwargs['payload'] = block['payload']
+        return cls(**kwargs)
+
+    @classmethod
+    def from_yaml(cls, path, node_name=None):
+        """Read the `robot` block of a ROS 2 parameter file: the one under ``/**``,
+        overridden key by key by the section of `node_name` when given."""
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.safe_load(stream)
+        return cls.from_params(robot_block_from_document(document, node_name, str(path)))
+
+    def with_payload(self, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
+        """A copy of this model with another payload (mass [kg], com [m] and centroidal
+        inertia [kg m²] in the last link frame; inertia 3×3 or URDF-order 6)."""
+        new = object.__new__(RobotModel)
+        new.__dict__.update(self.__dict__)
+        new._payload = _payload({'mass': mass, 'com': com,
+                                 'inertia': inertia if inertia is not None else [0.0] * 6})
+        new._chain = new._build_chain()
+        new.__dict__.pop('_kernels', None)
+        return new
+
+    def _build_chain(self):
+        n = self._n
+        R0 = np.zeros((n, 3, 3))
+        p0 = np.zeros((n, 3))
+        R_link = np.zeros((n, 3, 3))
+        p_link = np.zeros((n, 3))
+        com = np.zeros((n, 3))
+        inertia = np.zeros((n, 3, 3))
+        mass = np.array(self._mass, dtype=float)
+        for i in range(n):
+            if self._convention == 'modified':
+                R0[i] = rot_x(self._alpha[i])
+                p0[i] = (self._a[i], 0.0, 0.0)
+                R_link[i] = np.eye(3)
+            else:
+                if i == 0:
+                    R0[i] = np.eye(3)
+                else:
+                    R0[i] = rot_x(self._alpha[i - 1])
+                    p0[i] = (self._a[i - 1], 0.0, 0.0)
+                R_link[i] = rot_x(self._alpha[i])
+                p_link[i] = (self._a[i], 0.0, 0.0)
+            com[i] = p_link[i] + R_link[i] @ self._com[i]
+            inertia[i] = R_link[i] @ self._inertia[i] @ R_link[i].T
+        R_tip, p_tip = R_link[n - 1].copy(), p_link[n - 1].copy()
+        pl = self._payload
+        if pl.mass > 0.0 or np.any(np.asarray(pl.inertia)):
+            c_pl = p_tip + R_tip @ np.asarray(pl.com)
+            i_pl = R_tip @ np.asarray(pl.inertia) @ R_tip.T
+            mass[n - 1], com[n - 1], inertia[n - 1] = combine_bodies(
+                mass[n - 1], com[n - 1], inertia[n - 1], pl.mass, c_pl, i_pl)
+        prismatic = np.array([jt == PRISMATIC for jt in self._joint_types])
+        fields = dict(R0=R0, p0=p0, theta0=self._theta, d0=self._d, mass=mass, com=com,
+                      inertia=inertia, R_tip=R_tip, p_tip=p_tip, R_link=R_link, p_link=p_link)
+        fields = {key: _read_only(value) for key, value in fields.items()}
+        prismatic.setflags(write=False)
+        return Chain(prismatic=prismatic, **fields)
+
+    # ------------------------------------------------------------------ accessors
+
+    n = property(lambda self: self._n, doc='Degrees of freedom.')
+    dh_convention = property(lambda self: self._convention)
+    joint_types = property(lambda self: self._joint_types)
+    a = property(lambda self: self._a)
+    alpha = property(lambda self: self._alpha)
+    d = property(lambda self: self._d)
+    theta = property(lambda self: self._theta)
+    mass = property(lambda self: self._mass, doc='Link masses as given (payload excluded).')
+    com = property(lambda self: self._com, doc='(n, 3) centres of mass in link frames.')
+    inertia = property(lambda self: self._inertia, doc='(n, 3, 3) centroidal inertias, link frames.')
+    gravity = property(lambda self: self._gravity)
+    armature = property(lambda self: self._armature)
+    viscous_friction = property(lambda self: self._viscous)
+    coulomb_friction = property(lambda self: self._coulomb)
+    position_min = property(lambda self: self._position_min)
+    position_max = property(lambda self: self._position_max)
+    velocity_max = property(lambda self: self._velocity_max)
+    effort_max = property(lambda self: self._effort_max)
+    payload = property(lambda self: self._payload)
+    chain = property(lambda self: self._chain, doc='The precomputed internal chain.')
+
+    @property
+    def has_friction(self):
+        return bool(np.any(self._viscous) or np.any(self._coulomb))
+
+    @property
+    def has_armature(self):
+        return bool(np.any(self._armature))
+
+    def to_params(self):
+        """The `robot` parameter block (nested dict) that rebuilds this model."""
+        n = self._n
+        block = {
+            'dh_convention': self._convention,
+            'joint_types': list(self._joint_types),
+            'a': self._a.tolist(), 'alpha': self._alpha.tolist(),
+            'd': self._d.tolist(), 'theta': self._theta.tolist(),
+            'mass': self._mass.tolist(), 'com': self._com.reshape(-1).tolist(),
+            'inertia': [float(v) for i in range(n) for v in _urdf6(self._inertia[i])],
+            'gravity': self._gravity.tolist(),
+        }
+        defaults = {'armature': 0.0, 'viscous_friction': 0.0, 'coulomb_friction': 0.0,
+                    'position_min': -math.inf, 'position_max': math.inf,
+                    'velocity_max': math.inf, 'effort_max': math.inf}
+        for key, default in defaults.items():
+            values = getattr(self, '_' + {'viscous_friction': 'viscous',
+                                          'coulomb_friction': 'coulomb'}.get(key, key))
+            if np.any(values != default):
+                block[key] = values.tolist()
+        if self._payload.mass > 0.0 or np.any(np.asarray(self._payload.inertia)):
+            block['payload'] = {'mass': self._payload.mass, 'com': list(self._payload.com),
+                                'inertia': _urdf6(np.asarray(self._payload.inertia))}
+        return block
+
+    def __repr__(self):
+        kinds = ''.join('R' if jt == REVOLUTE else 'P' for jt in self._joint_types)
+        return f'RobotModel(n={self._n}, {self._convention} DH, joints {kinds})'
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def robot_block_from_document(document, node_name=None, origin='parameter file'):
+    """The merged `robot` block of a parsed ROS 2 parameter file."""
+    if not isinstance(document, dict):
+        raise ValueError(f'{origin}: not a ROS 2 parameter file (top level is not a mapping)')
+    block = {}
+    sections = ['/**']
+    if node_name:
+        sections += [node_name, '/' + node_name.lstrip('/')]
+    found = False
+    for section in sections:
+        params = (document.get(section) or {}).get('ros__parameters') if isinstance(
+            document.get(section), dict) else None
+        if params and isinstance(params.get('robot'), dict):
+            block.update(_flatten(params['robot']))
+            found = True
+    if not found:
+        raise ValueError(f'{origin}: no robot block under "/**: ros__parameters: robot"'
+                         + (f' or "{node_name}: ros__parameters: robot"' if node_name else ''))
+    return block
+
+
+def _flatten(mapping, prefix=''):
+    flat = {}
+    for key, value in mapping.items():
+        name = f'{prefix}{key}'
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + '.'))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _nest(mapping):
+    nested = {}
+    for key, value in _flatten(mapping).items():
+        head, _, tail = key.partition('.')
+        if tail:
+            nested.setdefault(head, {})
+            if not isinstance(nested[head], dict):
+                raise ValueError(f'robot.{head}: given both as a value and as a group')
+            nested[head][tail] = value
+        else:
+            nested[head] = value
+    return nested
+
+
+def _number(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f'{name}: expected a number, got {value!r}')
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f'{name}: non-finite value {value}')
+    return value
+
+
+def _vector(key, values, length, allow_inf=False):
+    if isinstance(values, (str, bytes)) or not hasattr(values, '__len__'):
+        raise ValueError(f'robot.{key}: expected a list of {length} numbers, got {values!r}')
+    values = list(np.asarray(values, dtype=object).reshape(-1)) if isinstance(
+        values, np.ndarray) else list(values)
+    if len(values) != length:
+        raise ValueError(f'robot.{key}: expected {length} values, got {len(values)}')
+    out = np.empty(length)
+    for i, v in enumerate(values):
+        if allow_inf and isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and math.isinf(v):
+            out[i] = float(v)
+        else:
+            out[i] = _number(f'robot.{key}[{i}]', v)
+    return out
+
+
+def _optional(key, values, n, default, nonnegative=False, positive=False):
+    if values is None:
+        out = np.full(n, default)
+    else:
+        out = _vector(key, values, n, allow_inf=True)
+        for i, v in enumerate(out):
+            if nonnegative and v < 0.0:
+                raise ValueError(f'robot.{key}[{i}]: must be >= 0, got {v}')
+            if positive and v <= 0.0:
+                raise ValueError(f'robot.{key}[{i}]: must be > 0, got {v}')
+    out.setflags(write=False)
+    return out
+
+
+def _check_inertia(name, inertia, mass):
+    if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12):
+        raise ValueError(f'{name}: inertia tensor is not symmetric')
+    eig = np.linalg.eigvalsh(inertia)
+    scale = max(float(np.max(np.abs(eig))), 1e-12)
+    if eig[0] < -1e-12 * scale:
+        warnings.warn(f'{name}: inertia tensor is not positive semi-definite '
+                      f'(eigenvalues {eig}); accepted as given', ModelWarning, stacklevel=4)
+    elif eig[2] > eig[0] + eig[1] + 1e-9 * scale:
+        warnings.warn(f'{name}: principal moments {eig} violate the triangle inequality '
+                      '(non-physical textbook data); accepted as given',
+                      ModelWarning, stacklevel=4)
+    if mass == 0.0 and np.any(eig > 0.0):
+        warnings.warn(f'{name}: zero mass with non-zero inertia (non-physical textbook '
+                      'data); accepted as given', ModelWarning, stacklevel=4)
+
+
+def _urdf6(inertia):
+    return [float(inertia[0, 0]), float(inertia[0, 1]), float(inertia[0, 2]),
+            float(inertia[1, 1]), float(inertia[1, 2]), float(inertia[2, 2])]
+
+
+def _payload(value):
+    if value is None:
+        return Payload()
+    if isinstance(value, Payload):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f'robot.payload: expected a mapping with mass, com, inertia, got {value!r}')
+    unknown = sorted(set(value) - {'mass', 'com', 'inertia'})
+    if unknown:
+        raise ValueError(f'robot.payload.{unknown[0]}: unknown key')
+    mass = _number('robot.payload.mass', value.get('mass', 0.0))
+    if mass < 0.0:
+        raise ValueError(f'robot.payload.mass: negative mass {mass} kg')
+    com = _vector('payload.com', value.get('com', [0.0, 0.0, 0.0]), 3)
+    raw = value.get('inertia', [0.0] * 6)
+    raw = np.asarray(raw, dtype=object)
+    if raw.shape == (3, 3):
+        inertia = np.array(raw, dtype=float)
+    else:
+        inertia = inertia_from_urdf6(_vector('payload.inertia', raw, 6))
+    _check_inertia('robot.payload.inertia', inertia, mass)
+    return Payload(mass=mass, com=tuple(float(c) for c in com),
+                   inertia=tuple(tuple(float(v) for v in row) for row in inertia))
