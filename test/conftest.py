@@ -1,0 +1,104 @@
+"""Shared test fixtures: random but physically valid serial chains.
+
+Other test modules import `random_chain_params` from here (`from conftest import ...`
+works because pytest puts this directory on sys.path); keep its signature stable.
+"""
+
+import glob
+import math
+import os
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def preset_paths():
+    """The parameter files in config/ at collection time (possibly none)."""
+    return sorted(glob.glob(os.path.join(REPO, 'config', '*.yaml')))
+
+
+def random_rotation(rng):
+    """A uniformly random 3×3 rotation (QR of a Gaussian matrix, sign-fixed)."""
+    Q, R = np.linalg.qr(rng.normal(size=(3, 3)))
+    Q = Q @ np.diag(np.sign(np.diag(R)))
+    if np.linalg.det(Q) < 0.0:
+        Q[:, 0] = -Q[:, 0]
+    return Q
+
+
+def random_inertia(rng, mass):
+    """Centroidal inertia of a solid ellipsoid of that mass with random semi-axes, turned
+    by a random rotation: full (non-diagonal), symmetric positive definite, and its
+    principal moments satisfy the triangle inequality."""
+    a, b, c = rng.uniform(0.03, 0.25, size=3)
+    moments = mass / 5.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+    R = random_rotation(rng)
+    inertia = R @ np.diag(moments) @ R.T
+    return 0.5 * (inertia + inertia.T)
+
+
+def urdf6(inertia):
+    """3×3 -> (ixx, ixy, ixz, iyy, iyz, izz)."""
+    return [inertia[0, 0], inertia[0, 1], inertia[0, 2],
+            inertia[1, 1], inertia[1, 2], inertia[2, 2]]
+
+
+def _away_from_zero(rng, low, high, size):
+    """Uniform magnitudes in [low, high] with random signs (never near zero)."""
+    return rng.uniform(low, high, size=size) * rng.choice([-1.0, 1.0], size=size)
+
+
+def random_chain_params(rng, n, convention, prismatic_mask=None, friction=False,
+                        armature=False, payload=False):
+    """A `robot` parameter block (nested dict, plain Python floats) for a random n-joint
+    chain in the given DH convention ('standard' or 'modified').
+
+    prismatic_mask: sequence of n bools (True = prismatic); None = all revolute.
+    Random a, alpha, link masses 0.5–5 kg, centres of mass within 0.2 m of the link frame,
+    full ellipsoid inertias; the constant parts theta and d are non-zero on every joint.
+    friction adds viscous and Coulomb friction, armature adds rotor inertias, payload adds
+    a random payload on the last link; all three are off by default.
+    """
+    if prismatic_mask is None:
+        prismatic_mask = [False] * n
+    prismatic_mask = [bool(p) for p in prismatic_mask]
+    if len(prismatic_mask) != n:
+        raise ValueError(f'prismatic_mask: expected {n} values, got {len(prismatic_mask)}')
+    mass = rng.uniform(0.5, 5.0, size=n)
+    block = {
+        'dh_convention': convention,
+        'joint_types': ['prismatic' if p else 'revolute' for p in prismatic_mask],
+        'a': rng.uniform(-0.5, 0.5, size=n).tolist(),
+        'alpha': rng.uniform(-math.pi, math.pi, size=n).tolist(),
+        'd': _away_from_zero(rng, 0.05, 0.4, n).tolist(),
+        'theta': _away_from_zero(rng, 0.1, 1.5, n).tolist(),
+        'mass': mass.tolist(),
+        'com': rng.uniform(-0.2, 0.2, size=3 * n).tolist(),
+        'inertia': [float(v) for m in mass for v in urdf6(random_inertia(rng, m))],
+        'gravity': [0.0, 0.0, -9.81],
+    }
+    if friction:
+        block['viscous_friction'] = rng.uniform(0.1, 2.0, size=n).tolist()
+        block['coulomb_friction'] = rng.uniform(0.1, 1.0, size=n).tolist()
+    if armature:
+        block['armature'] = rng.uniform(0.01, 0.5, size=n).tolist()
+    if payload:
+        m = float(rng.uniform(0.2, 3.0))
+        block['payload'] = {'mass': m, 'com': rng.uniform(-0.1, 0.1, size=3).tolist(),
+                            'inertia': [float(v) for v in urdf6(random_inertia(rng, m))]}
+    return block
+
+
+def random_state(rng, n, size=None):
+    """Random (q, q̇, q̈), each (n,) or (size, n): |q| ≤ 1 (rad or m), |q̇| ≤ 2, |q̈| ≤ 3."""
+    shape = (n,) if size is None else (size, n)
+    return (rng.uniform(-1.0, 1.0, size=shape), rng.uniform(-2.0, 2.0, size=shape),
+            rng.uniform(-3.0, 3.0, size=shape))
+
+
+@pytest.fixture
+def rng():
+    """A fixed-seed generator, fresh for every test (tests stay independent)."""
+    return np.random.default_rng(20260522)
