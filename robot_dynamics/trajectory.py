@@ -1,0 +1,445 @@
+"""Joint-trajectory sampling with joint_trajectory_controller (JTC) semantics: pure math, no ROS.
+
+A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
+`trajectory_msgs/JointTrajectory`) into a reference (q_d, q̇_d, q̈_d) at any time `now`
+(float seconds on the controller's clock). Conventions (README "Trajectories"):
+
+- Segments between consecutive knots are polynomials in τ = t − t_k: quintic when the points
+  give positions, velocities and accelerations; cubic with positions and velocities; with
+  positions only, velocities and accelerations at the points come from a C2 cubic spline
+  clamped at the start velocity and at zero end velocity, the first segment is bent to start
+  at the current acceleration and the last to end at zero acceleration (so q̈_d is
+  continuous everywhere, also at acceptance and at the end).
+- Knot 0 is the current reference at the start time (no jump); a point at time_from_start 0
+  replaces it (a step, as in JTC).
+- A future `start_time` keeps the running reference until then (ROS 1 splicing); the new
+  trajectory starts from the old one's state at that time.
+- After the last point the reference holds its positions with zero velocity/acceleration.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ['TrajectoryRejected', 'TrajectoryPoint', 'TrajectoryCommand', 'Reference',
+           'JointTrajectorySampler', 'quintic_coefficients', 'cubic_coefficients',
+           'clamped_spline_knots']
+
+
+class TrajectoryRejected(ValueError):
+    """A trajectory that cannot be executed; the message names the field, index and joint."""
+
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    time_from_start: float
+    positions: tuple
+    velocities: tuple = ()
+    accelerations: tuple = ()
+
+
+@dataclass(frozen=True)
+class TrajectoryCommand:
+    joint_names: tuple
+    points: tuple                       # of TrajectoryPoint
+    start_time: float = 0.0             # header.stamp in seconds; 0.0 means "start now"
+
+    @classmethod
+    def from_message(cls, msg):
+        """From a trajectory_msgs/JointTrajectory (duck-typed: no ROS import here)."""
+        stamp = msg.header.stamp
+        points = tuple(
+            TrajectoryPoint(_seconds(p.time_from_start), tuple(p.positions),
+                            tuple(p.velocities), tuple(p.accelerations))
+            for p in msg.points)
+        return cls(tuple(msg.joint_names), points, _seconds(stamp))
+
+
+def _seconds(stamp):
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+@dataclass(frozen=True)
+class Reference:
+    positions: np.ndarray               # (n,) in the sampler's `joints` order
+    velocities: np.ndarray
+    accelerations: np.ndarray
+
+
+# --- polynomial segments -------------------------------------------------------------------
+
+def quintic_coefficients(p0, v0, a0, p1, v1, a1, h):
+    """Coefficients c0..c5 (6, n) of the quintic on τ ∈ [0, h] with position, velocity and
+    acceleration (p0, v0, a0) at τ = 0 and (p1, v1, a1) at τ = h."""
+    dp = p1 - p0
+    c3 = (20.0 * dp - (8.0 * v1 + 12.0 * v0) * h - (3.0 * a0 - a1) * h**2) / (2.0 * h**3)
+    c4 = (-30.0 * dp + (14.0 * v1 + 16.0 * v0) * h + (3.0 * a0 - 2.0 * a1) * h**2) / (2.0 * h**4)
+    c5 = (12.0 * dp - 6.0 * (v1 + v0) * h - (a0 - a1) * h**2) / (2.0 * h**5)
+    return np.stack([p0, v0, 0.5 * a0, c3, c4, c5])
+
+
+def cubic_coefficients(p0, v0, p1, v1, h):
+    """Coefficients c0..c5 (6, n; c4 = c5 = 0) of the cubic Hermite segment on τ ∈ [0, h]."""
+    slope = (p1 - p0) / h
+    c2 = (3.0 * slope - 2.0 * v0 - v1) / h
+    c3 = (v0 + v1 - 2.0 * slope) / h**2
+    zero = np.zeros_like(p0)
+    return np.stack([p0, v0, c2, c3, zero, zero])
+
+
+def clamped_spline_knots(times, positions, v_start, v_end):
+    """Knot velocities and accelerations (m+1, n) of the C2 cubic spline through `positions`
+    (m+1, n) at `times` (m+1,), clamped to v_start and v_end: the tridiagonal slope equations
+    h_k v_{k−1} + 2(h_{k−1} + h_k) v_k + h_{k−1} v_{k+1} = 3(h_k δ_{k−1} + h_{k−1} δ_k),
+    solved by the Thomas algorithm for all joints at once."""
+    h = np.diff(times)[:, None]
+    delta = np.diff(positions, axis=0) / h
+    m = len(h)
+    v = np.empty_like(positions)
+    v[0], v[m] = v_start, v_end
+    if m > 1:
+        diag = 2.0 * (h[:-1] + h[1:]) * np.ones_like(delta[1:])
+        lower, upper = h[1:], h[:-1]            # coefficients of v_{k−1} and v_{k+1}
+        rhs = 3.0 * (h[1:] * delta[:-1] + h[:-1] * delta[1:])
+        rhs[0] -= lower[0] * v[0]
+        rhs[-1] -= upper[-1] * v[m]
+        for k in range(1, m - 1):               # forward elimination
+            w = lower[k] / diag[k - 1]
+            diag[k] = diag[k] - w * upper[k - 1]
+            rhs[k] = rhs[k] - w * rhs[k - 1]
+        v[m - 1] = rhs[-1] / diag[-1]
+        for k in range(m - 3, -1, -1):          # back substitution
+            v[k + 1] = (rhs[k] - upper[k] * v[k + 2]) / diag[k]
+    a = np.empty_like(positions)
+    a[:m] = 2.0 * (3.0 * delta - 2.0 * v[:m] - v[1:]) / h          # cubic's q̈ at τ = 0
+    a[m] = 2.0 * (2.0 * v[m] + v[m - 1] - 3.0 * delta[-1]) / h[-1]  # and at τ = h, last one
+    return v, a
+
+
+def _evaluate(c, tau):
+    """q, q̇, q̈ of the polynomial with coefficients c (6, n) at τ (Horner)."""
+    q = c[5]
+    for j in (4, 3, 2, 1, 0):
+        q = q * tau + c[j]
+    qd = 5.0 * c[5]
+    for j in (4, 3, 2, 1):
+        qd = qd * tau + j * c[j]
+    qdd = 20.0 * c[5]
+    for j in (4, 3, 2):
+        qdd = qdd * tau + j * (j - 1) * c[j]
+    return q, qd, qdd
+
+
+class _Plan:
+    """A piecewise polynomial reference on [times[0], times[-1]] that holds `final` after it.
+    Before times[0] it defers to `previous` (the plan it replaces), or to its start state."""
+
+    def __init__(self, times, coefficients, final, previous=None, hold=False):
+        self.times = times                  # (K+1,) absolute knot times
+        self.coefficients = coefficients    # (K, 6, n)
+        self.final = final                  # (n,) positions held after the end
+        self.previous = previous
+        self.hold = hold
+
+    @property
+    def start(self):
+        return self.times[0]
+
+    @property
+    def end(self):
+        return self.times[-1]
+
+    def sample(self, t):
+        if t < self.times[0] and self.previous is not None:
+            return self.previous.sample(t)
+        if len(self.coefficients) == 0 or t > self.times[-1]:
+            zero = np.zeros_like(self.final)
+            return self.final.copy(), zero, zero.copy()
+        k = int(np.clip(np.searchsorted(self.times, t, side='right') - 1,
+                        0, len(self.coefficients) - 1))
+        tau = min(max(t - self.times[k], 0.0), self.times[k + 1] - self.times[k])
+        return _evaluate(self.coefficients[k], tau)
+
+    def prune(self, now):
+        """Forget replaced plans that can no longer be sampled (their time has passed)."""
+        plan = self
+        while plan.previous is not None:
+            if plan.start <= now:
+                plan.previous = None
+            else:
+                plan = plan.previous
+
+
+def _hold_plan(positions, now):
+    positions = np.array(positions, dtype=float)
+    return _Plan(np.array([now]), np.zeros((0, 6, positions.size)), positions, hold=True)
+
+
+# --- the sampler -------------------------------------------------------------------------
+
+class JointTrajectorySampler:
+    """Reference generator for the joints `joints`, with JTC's topic semantics
+    (see the module docstring and README "Trajectories"). Call `hold` once before use."""
+
+    def __init__(self, joints, position_min=None, position_max=None,
+                 allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True):
+        self.joints = tuple(str(j) for j in joints)
+        if not self.joints or len(set(self.joints)) != len(self.joints):
+            raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
+        self.n = len(self.joints)
+        self._index = {name: i for i, name in enumerate(self.joints)}
+        self.position_min = self._limit('position_min', position_min, -np.inf)
+        self.position_max = self._limit('position_max', position_max, np.inf)
+        for j in range(self.n):
+            if not self.position_min[j] <= self.position_max[j]:
+                raise ValueError(f'position_min[{j}] > position_max[{j}] '
+                                 f'(joint {self.joints[j]!r})')
+        self.allow_partial_joints_goal = bool(allow_partial_joints_goal)
+        self.allow_nonzero_velocity_at_trajectory_end = bool(
+            allow_nonzero_velocity_at_trajectory_end)
+        self._plan = None
+
+    def _limit(self, name, values, default):
+        if values is None:
+            return np.full(self.n, default)
+        array = np.asarray(values, dtype=float).reshape(-1)
+        if array.shape != (self.n,) or np.isnan(array).any():
+            raise ValueError(f'{name}: expected {self.n} numbers (inf allowed), got {values!r}')
+        return array
+
+    # -- state --
+
+    def hold(self, positions, now):
+        """Hold `positions` (zero velocity and acceleration); cancels any trajectory."""
+        array = np.asarray(positions, dtype=float).reshape(-1)
+        if array.shape != (self.n,):
+            raise ValueError(f'hold positions: expected {self.n} values, got {array.size}')
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            j = int(bad[0])
+            raise ValueError(f'hold positions[{j}] (joint {self.joints[j]!r}): not finite')
+        self._plan = _hold_plan(array, float(now))
+
+    def sample(self, now):
+        plan = self._require_plan()
+        plan.prune(now)
+        q, qd, qdd = plan.sample(float(now))
+        return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
+                         np.array(qdd, dtype=float))
+
+    def status(self, now):
+        """'holding' | 'waiting' (future start) | 'running' | 'finished'."""
+        plan = self._require_plan()
+        if plan.hold:
+            return 'holding'
+        if now < plan.start:
+            return 'waiting'
+        return 'running' if now < plan.end else 'finished'
+
+    @property
+    def goal_positions(self):
+        """Where the reference will end up: the last point (or the held positions)."""
+        return self._require_plan().final.copy()
+
+    def at_goal(self, q, qd, now, goal_tolerance, stopped_velocity_tolerance):
+        """True after the last point when every joint has |q − goal| ≤ goal_tolerance and
+        |q̇| ≤ stopped_velocity_tolerance (scalars or per joint; as in JTC a tolerance of 0
+        is not enforced)."""
+        if self.status(now) in ('waiting', 'running'):
+            return False
+        q = np.asarray(q, dtype=float).reshape(-1)
+        qd = np.asarray(qd, dtype=float).reshape(-1)
+        if q.shape != (self.n,) or qd.shape != (self.n,):
+            raise ValueError(f'at_goal: q and qd need {self.n} values, got {q.size}, {qd.size}')
+        goal_tol = np.broadcast_to(np.asarray(goal_tolerance, dtype=float), (self.n,))
+        vel_tol = np.broadcast_to(np.asarray(stopped_velocity_tolerance, dtype=float), (self.n,))
+        position_ok = (goal_tol <= 0.0) | (np.abs(q - self._plan.final) <= goal_tol)
+        velocity_ok = (vel_tol <= 0.0) | (np.abs(qd) <= vel_tol)
+        return bool(np.all(position_ok & velocity_ok))
+
+    def _require_plan(self):
+        if self._plan is None:
+            raise RuntimeError('JointTrajectorySampler: no reference yet, call hold() first')
+        return self._plan
+
+    # -- accepting trajectories --
+
+    def accept(self, command, now):
+        """Validate and install `command`; raises TrajectoryRejected and changes nothing
+        if it is invalid. An empty trajectory stops: hold the current reference position."""
+        if self._plan is None:
+            raise TrajectoryRejected('no current reference yet (joint states not received)')
+        now = float(now)
+        if not command.points:              # stop (ROS 1 JTC), whatever joint_names says
+            self._plan.prune(now)
+            self._plan = _hold_plan(self._plan.sample(now)[0], now)
+            return
+        start_time = _finite('start_time', command.start_time)
+        if start_time < 0.0:
+            raise TrajectoryRejected(f'start_time: {start_time} s is negative')
+        columns = self._columns(command.joint_names)
+        times, positions, velocities, accelerations = self._points(command, columns)
+        start = start_time if start_time > 0.0 else now
+        if start + times[-1] < now:
+            raise TrajectoryRejected(
+                f'start_time: the trajectory ends at {start + times[-1]:.6f} s, in the past '
+                f'(now {now:.6f} s)')
+        self._plan.prune(now)
+        self._plan = self._new_plan(start, times, positions, velocities, accelerations,
+                                    columns, now)
+
+    def _columns(self, joint_names):
+        """Index into `joints` of each message column; rejects unknown/duplicate/missing."""
+        names = tuple(joint_names)
+        if not names:
+            raise TrajectoryRejected('joint_names: empty')
+        columns, seen = [], set()
+        for i, name in enumerate(names):
+            if name not in self._index:
+                raise TrajectoryRejected(f'joint_names[{i}]: unknown joint {name!r} '
+                                         f'(controlled joints: {list(self.joints)})')
+            if name in seen:
+                raise TrajectoryRejected(f'joint_names[{i}]: duplicate joint {name!r}')
+            seen.add(name)
+            columns.append(self._index[name])
+        missing = [j for j in self.joints if j not in seen]
+        if missing and not self.allow_partial_joints_goal:
+            raise TrajectoryRejected(f'joint_names: joints {missing} missing and '
+                                     'allow_partial_joints_goal is false')
+        return columns
+
+    def _points(self, command, columns):
+        """(times (m,), positions (m, c), velocities or None, accelerations or None)."""
+        width = len(columns)
+        times = np.empty(len(command.points))
+        fields = {'positions': [], 'velocities': [], 'accelerations': []}
+        for k, point in enumerate(command.points):
+            times[k] = _finite(f'points[{k}].time_from_start', point.time_from_start)
+            if k == 0 and times[k] < 0.0:
+                raise TrajectoryRejected(f'points[0].time_from_start: {times[k]} s is negative')
+            if k > 0 and times[k] <= times[k - 1]:
+                raise TrajectoryRejected(
+                    f'points[{k}].time_from_start: {times[k]} s is not after points[{k - 1}] '
+                    f'({times[k - 1]} s); times must strictly increase')
+            for field, values in fields.items():
+                values.append(self._vector(command, k, field, width, field == 'positions'))
+        arrays = {field: self._consistent(field, values) for field, values in fields.items()}
+        if arrays['accelerations'] is not None and arrays['velocities'] is None:
+            raise TrajectoryRejected('points[0].accelerations: given without velocities')
+        self._check_limits(arrays['positions'], columns)
+        self._check_final_velocity(arrays['velocities'], command, columns)
+        return times, arrays['positions'], arrays['velocities'], arrays['accelerations']
+
+    def _vector(self, command, k, field, width, required):
+        values = getattr(command.points[k], field)
+        if values is None or (len(values) == 0 and not required):
+            return None
+        try:
+            array = np.asarray(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise TrajectoryRejected(f'points[{k}].{field}: not numbers: {values!r}') from None
+        if array.shape != (width,):
+            raise TrajectoryRejected(f'points[{k}].{field}: {array.size} values for '
+                                     f'{width} joints')
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            i = int(bad[0])
+            raise TrajectoryRejected(f'points[{k}].{field}[{i}] (joint '
+                                     f'{command.joint_names[i]!r}): not finite ({array[i]})')
+        return array
+
+    @staticmethod
+    def _consistent(field, values):
+        given = [v is not None for v in values]
+        if not any(given):
+            return None
+        if not all(given):
+            k = given.index(False)
+            first = given.index(True)
+            raise TrajectoryRejected(f'points[{k}].{field}: empty but points[{first}] has '
+                                     f'{field}; give {field} for every point or for none')
+        return np.array(values)
+
+    def _check_limits(self, positions, columns):
+        low, high = self.position_min[columns], self.position_max[columns]
+        outside = (positions < low) | (positions > high)
+        if outside.any():
+            k, i = (int(x) for x in np.argwhere(outside)[0])
+            j = columns[i]
+            raise TrajectoryRejected(
+                f'points[{k}].positions[{i}] (joint {self.joints[j]!r}): {positions[k, i]} '
+                f'outside [{self.position_min[j]}, {self.position_max[j]}]')
+
+    def _check_final_velocity(self, velocities, command, columns):
+        if velocities is None or self.allow_nonzero_velocity_at_trajectory_end:
+            return
+        moving = np.flatnonzero(velocities[-1] != 0.0)
+        if moving.size:
+            i = int(moving[0])
+            raise TrajectoryRejected(
+                f'points[{len(velocities) - 1}].velocities[{i}] (joint '
+                f'{command.joint_names[i]!r}): {velocities[-1, i]} is non-zero at the '
+                'trajectory end and allow_nonzero_velocity_at_trajectory_end is false')
+
+    def _new_plan(self, start, times, positions, velocities, accelerations, columns, now):
+        """Knot 0 is the current reference at t0 = max(start, now); points before t0 are
+        dropped and a point exactly at t0 replaces knot 0 (a step, as in JTC)."""
+        t0 = max(start, now)
+        absolute = start + times
+        keep = absolute >= t0
+        p_ref, v_ref, a_ref = (np.asarray(x, dtype=float) for x in self._plan.sample(t0))
+        knots_p = self._widen(positions[keep], columns, p_ref)
+        knots_v = None if velocities is None else self._widen(velocities[keep], columns, 0.0)
+        knots_a = (None if accelerations is None
+                   else self._widen(accelerations[keep], columns, 0.0))
+        knot_times = absolute[keep]
+        if knot_times[0] == t0:                 # time_from_start 0: replaces knot 0
+            p_ref = knots_p[0]
+            v_ref = knots_v[0] if knots_v is not None else np.zeros(self.n)
+            a_ref = knots_a[0] if knots_a is not None else np.zeros(self.n)
+            knot_times, knots_p = knot_times[1:], knots_p[1:]
+            knots_v = None if knots_v is None else knots_v[1:]
+            knots_a = None if knots_a is None else knots_a[1:]
+        previous = self._plan if t0 > now else None
+        final = knots_p[-1] if len(knots_p) else p_ref
+        times = np.concatenate([[t0], knot_times])
+        p = np.vstack([p_ref, knots_p])
+        v = None if knots_v is None else np.vstack([v_ref, knots_v])
+        a = None if knots_a is None else np.vstack([a_ref, knots_a])
+        coefficients = _segments(times, p, v, a, v_ref, a_ref)
+        return _Plan(times, coefficients, final.copy(), previous)
+
+    def _widen(self, values, columns, fill):
+        """(m, c) message columns -> (m, n) in `joints` order; missing joints get `fill`."""
+        full = np.empty((values.shape[0], self.n))
+        full[:] = fill
+        full[:, columns] = values
+        return full
+
+
+def _finite(field, value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TrajectoryRejected(f'{field}: not a number: {value!r}') from None
+    if not np.isfinite(number):
+        raise TrajectoryRejected(f'{field}: not finite ({number})')
+    return number
+
+
+def _segments(times, p, v, a, v_start, a_start):
+    """Polynomial coefficients (K, 6, n) through the knots: quintic with (p, q̇, q̈), cubic
+    with (p, q̇); with positions only, knot q̇ and q̈ come from the C2 spline clamped at
+    q̇ = v_start and q̇ = 0, except q̈ at knot 0 (a_start, the current reference) and at the
+    last knot (zero: the reference comes to rest), so q̈ is continuous at both ends too."""
+    h = np.diff(times)
+    if len(h) == 0:
+        return np.zeros((0, 6, p.shape[1]))
+    if v is not None and a is None:
+        return np.stack([cubic_coefficients(p[k], v[k], p[k + 1], v[k + 1], h[k])
+                         for k in range(len(h))])
+    if v is None:
+        v, a = clamped_spline_knots(times, p, v_start, np.zeros_like(v_start))
+        a[0], a[-1] = a_start, 0.0
+    return np.stack([quintic_coefficients(p[k], v[k], a[k], p[k + 1], v[k + 1], a[k + 1], h[k])
+                     for k in range(len(h))])
