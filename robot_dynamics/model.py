@@ -18,9 +18,12 @@ Both DH conventions map onto it (DESIGN.md, "Conventions"):
   parameters, given in link frame i, are moved into body frame i at construction.
 
 ``Tx(a) Rx(α) = Rx(α) Tx(a)``, so both conventions give placements of the same form.
+A URDF builds the same ``Chain`` directly (`robot_dynamics.urdf`, `RobotModel.from_chain`);
+such a model has no DH table (``a``, ``alpha``, ``d``, ``theta``, ``dh_convention`` are None).
 """
 
 import math
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -36,6 +39,8 @@ JOINT_TYPES = (REVOLUTE, PRISMATIC)
 PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
                       'position_min', 'position_max', 'velocity_max', 'effort_max')
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
+             'lock_side_joints')
 
 
 class ModelWarning(UserWarning):
@@ -157,7 +162,20 @@ class RobotModel:
         for i in range(n):
             _check_inertia(f'robot.inertia (link {i + 1}, index {6 * i}..{6 * i + 5})',
                            self._inertia[i], self._mass[i])
+        self._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
+                             position_min, position_max, velocity_max, effort_max, payload)
+        for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
+                      self._inertia):
+            array.setflags(write=False)
+        self._source, self._joint_names, self._rigid_chain, self._params = 'dh', None, None, None
+        self._chain = self._build_chain()
+
+    def _set_joint_data(self, gravity, armature, viscous_friction, coulomb_friction,
+                        position_min, position_max, velocity_max, effort_max, payload):
+        """Validate and store gravity, the optional per-joint data and the payload."""
+        n = self._n
         self._gravity = _vector('gravity', gravity, 3)
+        self._gravity.setflags(write=False)
         self._armature = _optional('armature', armature, n, 0.0, nonnegative=True)
         self._viscous = _optional('viscous_friction', viscous_friction, n, 0.0, nonnegative=True)
         self._coulomb = _optional('coulomb_friction', coulomb_friction, n, 0.0, nonnegative=True)
@@ -170,10 +188,6 @@ class RobotModel:
         self._velocity_max = _optional('velocity_max', velocity_max, n, math.inf, positive=True)
         self._effort_max = _optional('effort_max', effort_max, n, math.inf, positive=True)
         self._payload = _payload(payload)
-        for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
-                      self._inertia, self._gravity):
-            array.setflags(write=False)
-        self._chain = self._build_chain()
 
     # ------------------------------------------------------------------ construction
 
@@ -187,14 +201,17 @@ class RobotModel:
         block = _nest(robot)
         known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
                  'inertia', 'gravity', 'payload', *PER_JOINT_OPTIONAL}
-        ignored = {'source', 'name', 'description'}  # reserved for other model sources
+        source = block.get('source', 'dh')
+        if source == 'urdf':
+            from robot_dynamics import urdf  # imports this module; a URDF needs it at call time
+            return urdf.model_from_params(block)
+        if source != 'dh':
+            raise ValueError(f'robot.source: unknown model source {source!r}, '
+                             'expected "dh" or "urdf"')
+        ignored = {'source', 'name', 'description', *URDF_KEYS}  # read when source is urdf
         unknown = sorted(set(block) - known - ignored)
         if unknown:
             raise ValueError(f'robot.{unknown[0]}: unknown key (known keys: {sorted(known)})')
-        source = block.get('source', 'dh')
-        if source != 'dh':
-            raise ValueError(f'robot.source: {source!r} is not a DH model; only "dh" is '
-                             'read by RobotModel.from_params')
         required = ('dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass',
                     'com', 'inertia')
         for key in required:
@@ -214,7 +231,49 @@ class RobotModel:
         overridden key by key by the section of `node_name` when given."""
         with open(path, encoding='utf-8') as stream:
             document = yaml.safe_load(stream)
-        return cls.from_params(robot_block_from_document(document, node_name, str(path)))
+        block = robot_block_from_document(document, node_name, str(path))
+        urdf_file = block.get('urdf_file')
+        if isinstance(urdf_file, str) and urdf_file and not (
+                os.path.isabs(urdf_file) or '://' in urdf_file):
+            block['urdf_file'] = os.path.join(os.path.dirname(os.path.abspath(path)), urdf_file)
+        return cls.from_params(block)
+
+    @classmethod
+    def from_chain(cls, chain, joint_names=None, gravity=DEFAULT_GRAVITY, armature=None,
+                   viscous_friction=None, coulomb_friction=None, position_min=None,
+                   position_max=None, velocity_max=None, effort_max=None, payload=None,
+                   params=None, source='urdf'):
+        """A model from a ready `Chain` that is not a DH table (e.g. read from a URDF by
+        `robot_dynamics.urdf`). The chain's inertias must exclude the payload; `params` is
+        the `robot` block that rebuilds the model (returned by `to_params`)."""
+        n = len(chain.prismatic)
+        if n == 0:
+            raise ValueError('robot: a chain needs at least one movable joint')
+        new = object.__new__(cls)
+        new._n = n
+        new._convention = new._a = new._alpha = new._d = new._theta = None
+        new._joint_types = tuple(PRISMATIC if p else REVOLUTE for p in chain.prismatic)
+        names = tuple(joint_names) if joint_names is not None else None
+        if names is not None and len(names) != n:
+            raise ValueError(f'joint_names: expected {n} names, got {len(names)}')
+        for i in range(n):
+            _check_inertia(f'robot: body of joint {names[i] if names else i + 1}',
+                           chain.inertia[i], chain.mass[i])
+        # link-frame view of the inertial data, like a DH model's (payload excluded)
+        R_l, p_l = chain.R_link, chain.p_link
+        new._mass = _read_only(chain.mass)
+        new._com = _read_only(np.einsum('nji,nj->ni', R_l, chain.com - p_l))
+        new._inertia = _read_only(np.einsum('nji,njk,nkl->nil', R_l, chain.inertia, R_l))
+        new._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
+                            position_min, position_max, velocity_max, effort_max, payload)
+        fields = {key: _read_only(getattr(chain, key)) for key in Chain.__dataclass_fields__
+                  if key != 'prismatic'}
+        prismatic = np.array(chain.prismatic, dtype=bool)
+        prismatic.setflags(write=False)
+        new._rigid_chain = Chain(prismatic=prismatic, **fields)
+        new._source, new._joint_names, new._params = source, names, params
+        new._chain = new._build_chain()
+        return new
 
     def with_payload(self, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
         """A copy of this model with another payload (mass [kg], com [m] and centroidal
@@ -228,6 +287,11 @@ class RobotModel:
         return new
 
     def _build_chain(self):
+        if self._rigid_chain is not None:
+            ch = self._rigid_chain
+            return self._chain_with_payload(ch.R0, ch.p0, ch.mass.copy(), ch.com.copy(),
+                                            ch.inertia.copy(), ch.R_tip, ch.p_tip,
+                                            ch.R_link, ch.p_link)
         n = self._n
         R0 = np.zeros((n, 3, 3))
         p0 = np.zeros((n, 3))
@@ -252,6 +316,10 @@ class RobotModel:
             com[i] = p_link[i] + R_link[i] @ self._com[i]
             inertia[i] = R_link[i] @ self._inertia[i] @ R_link[i].T
         R_tip, p_tip = R_link[n - 1].copy(), p_link[n - 1].copy()
+        return self._chain_with_payload(R0, p0, mass, com, inertia, R_tip, p_tip, R_link, p_link)
+
+    def _chain_with_payload(self, R0, p0, mass, com, inertia, R_tip, p_tip, R_link, p_link):
+        n = self._n
         pl = self._payload
         if pl.mass > 0.0 or np.any(np.asarray(pl.inertia)):
             c_pl = p_tip + R_tip @ np.asarray(pl.com)
@@ -259,7 +327,11 @@ class RobotModel:
             mass[n - 1], com[n - 1], inertia[n - 1] = combine_bodies(
                 mass[n - 1], com[n - 1], inertia[n - 1], pl.mass, c_pl, i_pl)
         prismatic = np.array([jt == PRISMATIC for jt in self._joint_types])
-        fields = dict(R0=R0, p0=p0, theta0=self._theta, d0=self._d, mass=mass, com=com,
+        if self._rigid_chain is not None:
+            theta0, d0 = self._rigid_chain.theta0, self._rigid_chain.d0
+        else:
+            theta0, d0 = self._theta, self._d
+        fields = dict(R0=R0, p0=p0, theta0=theta0, d0=d0, mass=mass, com=com,
                       inertia=inertia, R_tip=R_tip, p_tip=p_tip, R_link=R_link, p_link=p_link)
         fields = {key: _read_only(value) for key, value in fields.items()}
         prismatic.setflags(write=False)
@@ -268,15 +340,20 @@ class RobotModel:
     # ------------------------------------------------------------------ accessors
 
     n = property(lambda self: self._n, doc='Degrees of freedom.')
-    dh_convention = property(lambda self: self._convention)
+    source = property(lambda self: self._source, doc="'dh' or 'urdf'.")
+    joint_names = property(lambda self: self._joint_names,
+                           doc='Joint names from the URDF; None for a DH model.')
+    dh_convention = property(lambda self: self._convention, doc='None unless a DH model.')
     joint_types = property(lambda self: self._joint_types)
     a = property(lambda self: self._a)
     alpha = property(lambda self: self._alpha)
     d = property(lambda self: self._d)
     theta = property(lambda self: self._theta)
-    mass = property(lambda self: self._mass, doc='Link masses as given (payload excluded).')
+    mass = property(lambda self: self._mass, doc='Link masses as given (payload excluded; '
+                    'for a URDF, each body with the fixed links merged into it).')
     com = property(lambda self: self._com, doc='(n, 3) centres of mass in link frames.')
-    inertia = property(lambda self: self._inertia, doc='(n, 3, 3) centroidal inertias, link frames.')
+    inertia = property(lambda self: self._inertia, doc='(n, 3, 3) centroidal inertias, link '
+                       'frames (URDF: link frame i = child link of joint i, the last one = tip).')
     gravity = property(lambda self: self._gravity)
     armature = property(lambda self: self._armature)
     viscous_friction = property(lambda self: self._viscous)
@@ -298,6 +375,8 @@ class RobotModel:
 
     def to_params(self):
         """The `robot` parameter block (nested dict) that rebuilds this model."""
+        if self._rigid_chain is not None:
+            return self._chain_params()
         n = self._n
         block = {
             'dh_convention': self._convention,
@@ -321,9 +400,21 @@ class RobotModel:
                                 'inertia': _urdf6(np.asarray(self._payload.inertia))}
         return block
 
+    def _chain_params(self):
+        if self._params is None:
+            raise ValueError('to_params: this model was built from a Chain without a '
+                             'parameter block')
+        block = dict(self._params)
+        block.pop('payload', None)
+        if self._payload.mass > 0.0 or np.any(np.asarray(self._payload.inertia)):
+            block['payload'] = {'mass': self._payload.mass, 'com': list(self._payload.com),
+                                'inertia': _urdf6(np.asarray(self._payload.inertia))}
+        return block
+
     def __repr__(self):
         kinds = ''.join('R' if jt == REVOLUTE else 'P' for jt in self._joint_types)
-        return f'RobotModel(n={self._n}, {self._convention} DH, joints {kinds})'
+        source = f'{self._convention} DH' if self._source == 'dh' else self._source
+        return f'RobotModel(n={self._n}, {source}, joints {kinds})'
 
 
 # ---------------------------------------------------------------------- helpers
