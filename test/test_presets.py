@@ -3,6 +3,7 @@ numbers their sources print (seed-digest-A §3.4(a), seed-digest-B §2.8)."""
 
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -63,6 +64,37 @@ def test_preset_numbers_are_written_as_floats(name):
             assert type(value) is float, f'{name}: robot.{key}[{i}] = {value!r}'
 
 
+def test_presets_load_as_ros_parameters_with_double_and_string_arrays(monkeypatch):
+    """Through rcl's own parameter-file parser (`--ros-args --params-file`, as the nodes
+    get it), every numeric list is a double array and the names are string arrays. (A
+    list mixing ints and floats would be refused or mistyped.) No DDS traffic: the node
+    only reads its parameter overrides, in a private domain."""
+    rclpy = pytest.importorskip('rclpy')
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    for name in PRESETS:
+        context = rclpy.Context()
+        rclpy.init(args=['--ros-args', '--params-file', path_of(name)], context=context)
+        node = None
+        try:
+            node = Node('preset_check', context=context,
+                        automatically_declare_parameters_from_overrides=True)
+            names = node.list_parameters([], 0).names
+            kinds = {p.name: p.type_ for p in node.get_parameters(names)}
+            assert kinds['joints'] == Parameter.Type.STRING_ARRAY
+            assert kinds['robot.joint_types'] == Parameter.Type.STRING_ARRAY
+            numeric = [k for k in kinds if k.split('.', 1)[-1] in FLOAT_KEYS]
+            assert len(numeric) >= 8
+            for key in numeric:
+                assert kinds[key] == Parameter.Type.DOUBLE_ARRAY, f'{name}: {key}'
+        finally:
+            if node is not None:
+                node.destroy_node()
+            rclpy.shutdown(context=context)
+
+
 @pytest.mark.parametrize('name', PRESETS)
 def test_preset_mass_matrix_is_symmetric_positive_definite(name):
     model, _ = load(name)
@@ -80,8 +112,8 @@ def test_only_the_puma_warns_and_only_for_its_textbook_links_1_and_3(name):
     if name != 'puma560':
         assert not caught, [str(w.message) for w in caught]
         return
-    links = {str(w.message).split('(link ')[1].split(',')[0] for w in caught}
-    assert links == {'1', '3'}
+    links = {int(re.search(r'link (\d+)', str(w.message)).group(1)) for w in caught}
+    assert links == {1, 3}
 
 
 @pytest.mark.parametrize('name', ['puma560', 'stanford', 'sasaki6', 'panda'])
