@@ -1,0 +1,258 @@
+"""plant_simulator: the arm's forward dynamics integrated at a fixed step, as a ROS 2 node.
+
+The latest effort command is held over each step (zero-order hold) and
+q̈ = forward_dynamics(q, q̇, τ) is integrated with RK4 (or semi-implicit Euler); the state
+is published on /joint_states (position, velocity, the effort actually applied) every
+1/publish_rate s of simulated time.
+
+Time: with publish_clock false the plant ticks on the wall clock and stamps with the node
+clock. With publish_clock true it owns simulated time: each tick advances exactly
+steps_per_tick·integration_step, publishes /clock, then /joint_states. With lockstep (the
+default) simulated time advances only once the command answering the last published state
+has arrived (or lockstep_timeout wall seconds passed), so the loop does not depend on the
+CPU keeping up; simulated time starts with the first command.
+"""
+
+import math
+import sys
+import time
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from robot_dynamics import integration
+from robot_dynamics.nodes.ros_params import (ConfigurationError, as_bool, as_choice, as_float,
+                                             as_floats, as_string, declare, declare_joints,
+                                             declare_robot)
+
+NODE_NAME = 'plant_simulator'
+THROTTLE = 2.0        # s between repeated warnings
+RESEND_PERIOD = 0.5   # wall s between re-publications of a state nobody has answered
+
+
+class PlantSimulator(Node):
+    """Integrates the arm under the commanded efforts; publishes /joint_states (+ /clock)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        try:
+            self._declare_parameters()
+        except Exception:
+            self.destroy_node()
+            raise
+        n = self.model.n
+        self._step = integration.METHODS[self.method]
+        self._tau_command = np.zeros(n)
+        self._tau_applied = np.zeros(n)
+        self._command_time = -math.inf       # plant time of the latest command [s]
+        self._steps = 0                      # simulated time = steps · dt (exact, integer)
+        self._started = not (self.publish_clock and self.lockstep)
+        self._awaiting_command = False
+        self._last_publish_wall = -math.inf
+        self.stopped = False
+        self._state_msg = JointState(name=list(self.joints))
+        self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
+        self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
+                           if self.publish_clock else None)
+        self.create_subscription(Float64MultiArray, self.command_topic, self._on_command, 10)
+        wall_period = self.tick_period
+        if self.publish_clock:
+            wall_period = (self.tick_period / self.real_time_factor
+                           if self.real_time_factor > 0.0 else 0.001)
+        self._timer = self.create_timer(wall_period, self._on_timer,
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f'{n} joints, {self.method} at {self.dt * 1e3:g} ms, /joint_states every '
+            f'{self.tick_period * 1e3:g} ms'
+            + (', publishing /clock' + (' in lock-step' if self.lockstep else '')
+               if self.publish_clock else '')
+            + f'; efforts from {self.command_topic}')
+
+    # ------------------------------------------------------------------ parameters
+
+    def _declare_parameters(self):
+        self.model = declare_robot(self)
+        n = self.model.n
+        self.joints = declare_joints(self, n)
+        self.q = np.array(as_floats('initial_positions', declare(
+            self, 'initial_positions', [0.0] * n, 'initial joint positions [rad | m]',
+            read_only=True), n))
+        self.qd = np.array(as_floats('initial_velocities', declare(
+            self, 'initial_velocities', [0.0] * n, 'initial joint velocities [rad/s | m/s]',
+            read_only=True), n))
+        self.dt = as_float('integration_step', declare(
+            self, 'integration_step', 0.001, 'fixed integration step [s]', read_only=True,
+            minimum=1e-6, maximum=1.0), positive=True)
+        self.method = as_choice('integration_method', declare(
+            self, 'integration_method', 'rk4', 'rk4 (classical Runge-Kutta) or euler '
+            '(semi-implicit)', read_only=True), tuple(integration.METHODS))
+        rate = as_float('publish_rate', declare(
+            self, 'publish_rate', 100.0, '/joint_states rate in simulated time [Hz]; rounded '
+            'to a whole number of integration steps', read_only=True, minimum=0.01,
+            maximum=1e6), positive=True)
+        self.steps_per_tick = max(1, round(1.0 / (rate * self.dt)))
+        self.tick_period = self.steps_per_tick * self.dt
+        if abs(self.tick_period * rate - 1.0) > 1e-9:
+            self.get_logger().warning(
+                f'publish_rate {rate:g} Hz is not a whole number of integration steps; '
+                f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
+        self.command_topic = as_string('command_topic', declare(
+            self, 'command_topic', '/effort_controller/commands', 'effort command topic '
+            '(std_msgs/Float64MultiArray, joints order, N m | N)', read_only=True))
+        self.command_timeout = as_float('command_timeout', declare(
+            self, 'command_timeout', 0.1, 'apply zero effort when the last command is older '
+            'than this [s of plant time]; 0 = never', read_only=True, minimum=0.0,
+            maximum=3600.0), minimum=0.0)
+        self.publish_clock = as_bool('publish_clock', declare(
+            self, 'publish_clock', False, 'own simulated time and publish it on /clock (run '
+            'the other nodes with use_sim_time)', read_only=True))
+        self.lockstep = as_bool('lockstep', declare(
+            self, 'lockstep', True, 'with publish_clock: advance only after the command '
+            'answering the last published state has arrived', read_only=True))
+        self.lockstep_timeout = as_float('lockstep_timeout', declare(
+            self, 'lockstep_timeout', 1.0, 'with lockstep: advance anyway after waiting this '
+            'long for a command [wall s]', read_only=True, minimum=1e-3, maximum=3600.0),
+            positive=True)
+        self.real_time_factor = as_float('real_time_factor', declare(
+            self, 'real_time_factor', 1.0, 'with publish_clock: simulated s per wall s at '
+            'most; 0 = as fast as possible', read_only=True, minimum=0.0, maximum=1e6),
+            minimum=0.0)
+        self.divergence_velocity = as_float('divergence_velocity', declare(
+            self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
+            'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
+
+    # ------------------------------------------------------------------ time
+
+    @property
+    def sim_time(self):
+        """Simulated time [s] (with publish_clock)."""
+        return self._steps * self.dt
+
+    def _plant_time(self):
+        if self.publish_clock:
+            return self.sim_time
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _stamp(self):
+        if self.publish_clock:
+            nanoseconds = self._steps * round(self.dt * 1e9)
+            return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+        return self.get_clock().now().to_msg()
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _on_command(self, msg):
+        data = msg.data
+        if len(data) != self.model.n:
+            self.get_logger().warning(
+                f'{self.command_topic}: data has {len(data)} values for {self.model.n} joints; '
+                'command ignored', throttle_duration_sec=THROTTLE)
+            return
+        tau = np.array(data, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(tau))
+        if bad.size:
+            self.get_logger().warning(
+                f'{self.command_topic}: data[{bad[0]}] (joint {self.joints[bad[0]]}) is not '
+                'finite; command ignored', throttle_duration_sec=THROTTLE)
+            return
+        self._tau_command = tau
+        self._command_time = self._plant_time()
+        if self._awaiting_command or not self._started:
+            self._awaiting_command = False
+            self._started = True
+            if self.real_time_factor == 0.0 and self.publish_clock:
+                self._advance()
+
+    def _on_timer(self):
+        if self.stopped:
+            return
+        if not self._started or self._awaiting_command:
+            waited = time.monotonic() - self._last_publish_wall
+            if not self._started or waited < self.lockstep_timeout:
+                if waited >= RESEND_PERIOD:
+                    self._publish()       # let a late controller find the state
+                return
+            self.get_logger().warning(
+                f'lock-step: no command within {self.lockstep_timeout:g} s (wall) for the '
+                f'state at t = {self.sim_time:.3f} s; advancing without it',
+                throttle_duration_sec=THROTTLE)
+        self._advance()
+
+    # ------------------------------------------------------------------ the plant
+
+    def effort(self):
+        """The held command if fresh (else zero), clipped to robot.effort_max."""
+        age = self._plant_time() - self._command_time
+        if self.command_timeout > 0.0 and age > self.command_timeout + 1e-9:
+            if np.isfinite(self._command_time):
+                self.get_logger().warning(
+                    f'no effort command for {age:.3f} s > command_timeout '
+                    f'{self.command_timeout:g} s: applying zero effort',
+                    throttle_duration_sec=THROTTLE)
+            return np.zeros(self.model.n)
+        return np.clip(self._tau_command, -self.model.effort_max, self.model.effort_max)
+
+    def _advance(self):
+        """Integrate one tick (steps_per_tick steps, effort held), then publish."""
+        if self.stopped:
+            return
+        tau = self.effort()
+        q, qd = self.q, self.qd
+        for _ in range(self.steps_per_tick):
+            q, qd = self._step(self.model, q, qd, tau, self.dt)
+        bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
+                             | ~(np.abs(qd) <= self.divergence_velocity))
+        if bad.size:
+            self.stopped = True
+            self._timer.cancel()
+            self.get_logger().error(
+                f'state diverged at t = {self.sim_time:.4f} s (joint {self.joints[bad[0]]}: '
+                f'q = {q[bad[0]]}, qd = {qd[bad[0]]}); integration stopped, nothing more is '
+                'published')
+            return
+        self.q, self.qd, self._tau_applied = q, qd, tau
+        self._steps += self.steps_per_tick
+        self._publish()
+
+    def _publish(self):
+        stamp = self._stamp()
+        if self._clock_pub is not None:
+            self._clock_pub.publish(ClockMsg(clock=stamp))
+        msg = self._state_msg
+        msg.header.stamp = stamp
+        msg.position = self.q.tolist()
+        msg.velocity = self.qd.tolist()
+        msg.effort = self._tau_applied.tolist()
+        self._state_pub.publish(msg)
+        self._last_publish_wall = time.monotonic()
+        self._awaiting_command = self.publish_clock and self.lockstep
+
+
+def main(args=None):
+    """Entry point `plant`: exits 1 with one log line on a bad parameter file."""
+    rclpy.init(args=args)
+    try:
+        node = PlantSimulator()
+    except ConfigurationError as error:
+        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
+        rclpy.try_shutdown()
+        return 1
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Parameter handling shared by the nodes: declaration with descriptors, type coercion
+(integers accepted where doubles are meant), the `robot` block, and one clear error that
+names the parameter (and index) for a bad parameter file."""
+
+import math
+import warnings
+
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.parameter import Parameter
+
+from robot_dynamics.model import RobotModel
+
+__all__ = ['ConfigurationError', 'declare', 'declare_robot', 'declare_joints', 'as_float',
+           'as_floats', 'as_bool', 'as_choice', 'as_string', 'seconds']
+
+# The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
+ROBOT_PARAMETERS = (
+    ('dh_convention', 'DH convention: standard (distal) or modified (Craig)'),
+    ('joint_types', 'per joint: revolute or prismatic'),
+    ('a', 'DH link lengths a_i [m]'),
+    ('alpha', 'DH link twists alpha_i [rad]'),
+    ('d', 'DH link offsets d_i [m] (constant part for prismatic joints)'),
+    ('theta', 'DH joint angle offsets theta_i [rad] (constant part for revolute joints)'),
+    ('mass', 'link masses [kg]'),
+    ('com', 'centres of mass, 3 per link, in the link frame [m]'),
+    ('inertia', 'inertia about the centre of mass, 6 per link (ixx ixy ixz iyy iyz izz), '
+                'link-frame axes [kg m^2]'),
+    ('gravity', 'gravitational acceleration in the base frame [m/s^2], default 0 0 -9.81'),
+    ('armature', 'per joint, reflected rotor inertia [kg m^2 | kg], default 0'),
+    ('viscous_friction', 'per joint [N m s/rad | N s/m], default 0'),
+    ('coulomb_friction', 'per joint [N m | N], default 0'),
+    ('position_min', 'per joint lower position limit [rad | m]'),
+    ('position_max', 'per joint upper position limit [rad | m]'),
+    ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),
+    ('effort_max', 'per joint effort limit [N m | N]; efforts are clipped to +-effort_max'),
+    ('payload.mass', 'payload on the last link [kg]'),
+    ('payload.com', 'payload centre of mass in the last link frame [m]'),
+    ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
+                        '[kg m^2]'),
+)
+
+
+class ConfigurationError(ValueError):
+    """A bad parameter at start-up; the message names the parameter (and index)."""
+
+
+def declare(node, name, default, description, read_only=False, minimum=None, maximum=None):
+    """Declare one parameter with a descriptor and return its value. Typing is dynamic so
+    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type."""
+    descriptor = ParameterDescriptor(description=description, read_only=read_only,
+                                     dynamic_typing=True)
+    if minimum is not None or maximum is not None:
+        descriptor.floating_point_range = [FloatingPointRange(
+            from_value=float(minimum if minimum is not None else -1e12),
+            to_value=float(maximum if maximum is not None else 1e12), step=0.0)]
+    try:
+        return node.declare_parameter(name, default, descriptor).value
+    except (InvalidParameterTypeException, InvalidParameterValueException) as error:
+        raise ConfigurationError(f'{name}: {error}') from None
+
+
+def declare_robot(node):
+    """Declare the `robot.*` parameters and build the model (warnings go to the log)."""
+    for key, description in ROBOT_PARAMETERS:
+        declare(node, 'robot.' + key, None, description, read_only=True)
+    known = {'robot.' + key for key, _ in ROBOT_PARAMETERS}
+    overrides = getattr(node, '_parameter_overrides', {}) or {}
+    for name in sorted(overrides):
+        if name.startswith('robot.') and name not in known:
+            raise ConfigurationError(f'{name}: unknown parameter (known: '
+                                     f'{", ".join(sorted(k[6:] for k in known))})')
+    block = {key: parameter.value
+             for key, parameter in node.get_parameters_by_prefix('robot').items()
+             if parameter.type_ != Parameter.Type.NOT_SET}
+    if not block:
+        raise ConfigurationError('robot: no robot parameters given (pass a parameter file '
+                                 'with a "robot" block, e.g. --params-file puma560.yaml)')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        try:
+            model = RobotModel.from_params(block)
+        except ValueError as error:
+            raise ConfigurationError(str(error)) from None
+    for warning in caught:
+        node.get_logger().warning(str(warning.message))
+    return model
+
+
+def declare_joints(node, n):
+    """The `joints` parameter: n unique non-empty names, the order of every array."""
+    value = declare(node, 'joints', None, 'controlled joint names; the order of every '
+                    'per-joint array and of the effort command', read_only=True)
+    if value is None:
+        raise ConfigurationError('joints: missing (a list of joint names)')
+    if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigurationError(f'joints: expected a list of non-empty names, got {value!r}')
+    names = tuple(value)
+    if len(names) != n:
+        raise ConfigurationError(f'joints: {len(names)} names for a robot with {n} joints')
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ConfigurationError(f'joints[{i}]: duplicate name {name!r}')
+    return names
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def as_float(name, value, minimum=None, positive=False):
+    """A finite number (integers accepted), optionally >= minimum or > 0."""
+    if not _is_number(value) or not math.isfinite(value):
+        raise ConfigurationError(f'{name}: expected a finite number, got {value!r}')
+    value = float(value)
+    if positive and value <= 0.0:
+        raise ConfigurationError(f'{name}: must be > 0, got {value}')
+    if minimum is not None and value < minimum:
+        raise ConfigurationError(f'{name}: must be >= {minimum}, got {value}')
+    return value
+
+
+def as_floats(name, value, length):
+    """A list of `length` finite numbers (integers accepted) as a list of floats."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
+        raise ConfigurationError(f'{name}: expected a list of {length} numbers, got {value!r}')
+    if len(value) != length:
+        raise ConfigurationError(f'{name}: expected {length} values (one per joint), '
+                                 f'got {len(value)}')
+    out = []
+    for i, v in enumerate(value):
+        if not _is_number(v) or not math.isfinite(v):
+            raise ConfigurationError(f'{name}[{i}]: expected a finite number, got {v!r}')
+        out.append(float(v))
+    return out
+
+
+def as_bool(name, value):
+    if not isinstance(value, bool):
+        raise ConfigurationError(f'{name}: expected true or false, got {value!r}')
+    return value
+
+
+def as_string(name, value):
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f'{name}: expected a non-empty string, got {value!r}')
+    return value
+
+
+def as_choice(name, value, choices):
+    if value not in choices:
+        raise ConfigurationError(f'{name}: {value!r} is not one of {", ".join(choices)}')
+    return value
+
+
+def seconds(stamp):
+    """builtin_interfaces Time or Duration -> float seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9

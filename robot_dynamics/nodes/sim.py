@@ -1,0 +1,250 @@
+"""`sim`: plant + controller + the demo move in one process (one executor), for machines
+without `ros2 launch`; also the `demo` executable (the demo move alone) used by
+launch/sim.launch.py.
+
+The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0)° → (45, 30, 0, 45, 60, 90)° on the PUMA 560.
+[LEE] gives no profile or duration; ours is the quintic rest-to-rest profile
+(robot_dynamics.profiles.quintic) over 2 s, sent as one JointTrajectory whose points carry
+exact positions, velocities and accelerations (so the controller's quintic segments
+reproduce the profile exactly).
+
+    python -m robot_dynamics.nodes.sim --duration 5     # ends by itself, prints a summary
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_dynamics.nodes.controller import ComputedTorqueController
+from robot_dynamics.nodes.plant import PlantSimulator
+from robot_dynamics.nodes.ros_params import (ConfigurationError, as_float, as_floats,
+                                             as_string, declare)
+from robot_dynamics.nodes.send_trajectory import trajectory_message
+from robot_dynamics.profiles import sample_profile
+
+LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
+LEE_GOAL_DEG = (45.0, 30.0, 0.0, 45.0, 60.0, 90.0)
+MOVE_DURATION = 2.0      # s, quintic
+MOVE_POINTS = 20         # trajectory points (exact q, q̇, q̈ of the profile at each)
+
+
+def config_path(name):
+    """config/<name> of the installed package, or of this source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = os.path.join(get_package_share_directory('robot_dynamics'), 'config', name)
+        if os.path.exists(path):
+            return path
+    except Exception:  # not installed in an ament prefix: use the source tree
+        pass
+    return os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'config', name)
+
+
+class DemoMove(Node):
+    """Sends the demo move once the controller holds its start position (~/status)."""
+
+    def __init__(self, **kwargs):
+        super().__init__('demo_move', **kwargs)
+        self.joints = tuple(declare(self, 'joints', None, 'joint names', read_only=True) or ())
+        controller = as_string('controller', declare(
+            self, 'controller', 'computed_torque_controller', 'controller node name',
+            read_only=True))
+        n = len(self.joints)
+        if n != len(LEE_GOAL_DEG):
+            raise ConfigurationError(f'joints: the demo move is for 6 joints, got {n}')
+        self.start = np.array(as_floats('start_positions', declare(
+            self, 'start_positions', [math.radians(v) for v in LEE_START_DEG],
+            'where the move starts (the plant\'s initial_positions) [rad]', read_only=True), n))
+        self.goal = np.array(as_floats('goal_positions', declare(
+            self, 'goal_positions', [math.radians(v) for v in LEE_GOAL_DEG],
+            'goal of the move [rad]', read_only=True), n))
+        self.duration = as_float('move_duration', declare(
+            self, 'move_duration', MOVE_DURATION, 'duration of the quintic move [s]',
+            read_only=True, minimum=0.01, maximum=3600.0), positive=True)
+        self.sent = False
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._publisher = self.create_publisher(JointTrajectory,
+                                                f'{controller}/joint_trajectory', 10)
+        self.create_subscription(String, f'{controller}/status', self._on_status, latched)
+        self._holding = False
+        self.create_timer(0.05, self._maybe_send)
+
+    def _on_status(self, msg):
+        self._holding = msg.data == 'holding'
+        self._maybe_send()
+
+    def _maybe_send(self):
+        if self.sent or not self._holding or self._publisher.get_subscription_count() == 0:
+            return
+        command = sample_profile('quintic', self.start, self.goal, self.duration, MOVE_POINTS,
+                                 self.joints)
+        self._publisher.publish(trajectory_message(command))
+        self.sent = True
+        self.get_logger().info(
+            f'sent the [LEE] move to {np.degrees(self.goal).round(1).tolist()} deg, quintic '
+            f'over {self.duration:g} s')
+
+
+class TrackingSummary(Node):
+    """Max and RMS of the controller's ~/error position, per joint, while it is moving."""
+
+    def __init__(self, controller='computed_torque_controller', **kwargs):
+        super().__init__('tracking_summary', **kwargs)
+        self.max = None
+        self.sum_squares = None
+        self.count = 0
+        self.names = []
+        self.create_subscription(JointState, f'{controller}/error', self._on_error, 100)
+
+    def _on_error(self, msg):
+        e = np.abs(np.array(msg.position))
+        if self.max is None:
+            self.names = list(msg.name)
+            self.max = np.zeros_like(e)
+            self.sum_squares = np.zeros_like(e)
+        self.max = np.maximum(self.max, e)
+        self.sum_squares += e * e
+        self.count += 1
+
+    def rms(self):
+        return np.sqrt(self.sum_squares / max(self.count, 1))
+
+    def report(self):
+        if self.max is None:
+            return 'no tracking error received'
+        lines = [f'tracking error over {self.count} control cycles (rad or m):',
+                 f'{"joint":>10} {"max |e|":>12} {"RMS":>12}']
+        for name, peak, rms in zip(self.names, self.max, self.rms()):
+            lines.append(f'{name:>10} {peak:12.3e} {rms:12.3e}')
+        lines.append(f'{"all":>10} {float(np.max(self.max)):12.3e}')
+        return '\n'.join(lines)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog='sim', description='Closed-loop PUMA 560 demo: plant + computed-torque controller '
+        '+ the [LEE] move, one process, simulated time.')
+    parser.add_argument('--params-file', default=None,
+                        help='robot parameter file (default: config/puma560.yaml)')
+    parser.add_argument('--sim-params-file', default=None,
+                        help='node settings (default: config/sim.yaml)')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='stop after this many simulated seconds and print a tracking '
+                        'summary (default: run until Ctrl-C)')
+    parser.add_argument('--control-rate', type=float, default=None,
+                        help='plant /joint_states rate = control rate [Hz] (default 100)')
+    parser.add_argument('--integration-step', type=float, default=None,
+                        help='plant integration step [s] (default 0.001)')
+    parser.add_argument('--move-duration', type=float, default=MOVE_DURATION,
+                        help=f'duration of the quintic demo move [s] (default {MOVE_DURATION})')
+    parser.add_argument('--real-time-factor', type=float, default=None,
+                        help='simulated s per wall s at most; 0 = as fast as possible '
+                        '(default 1, or 0 with --duration)')
+    parser.add_argument('ros_args', nargs=argparse.REMAINDER,
+                        help='--ros-args ... passed to rclpy')
+    return parser.parse_args(argv)
+
+
+def build_nodes(args, context=None):
+    """(plant, controller, demo, summary) with the sim settings; raises ConfigurationError."""
+    plant_overrides = []
+    if args.control_rate is not None:
+        plant_overrides.append(Parameter('publish_rate', value=float(args.control_rate)))
+    if args.integration_step is not None:
+        plant_overrides.append(Parameter('integration_step', value=args.integration_step))
+    rtf = args.real_time_factor
+    if rtf is None:
+        rtf = 0.0 if args.duration is not None else 1.0
+    plant_overrides.append(Parameter('real_time_factor', value=float(rtf)))
+    sim_time = [Parameter('use_sim_time', value=True)]
+    nodes = []
+    try:
+        nodes.append(PlantSimulator(context=context, parameter_overrides=plant_overrides))
+        nodes.append(ComputedTorqueController(context=context, parameter_overrides=sim_time))
+        nodes.append(DemoMove(context=context, parameter_overrides=sim_time + [
+            Parameter('move_duration', value=float(args.move_duration))]))
+        nodes.append(TrackingSummary(context=context))
+    except Exception:
+        for node in nodes:
+            node.destroy_node()
+        raise
+    return tuple(nodes)
+
+
+def run(args, context=None):
+    """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C); returns the
+    summary node (already destroyed nodes are not touched again)."""
+    plant, controller, demo, summary = build_nodes(args, context)
+    executor = SingleThreadedExecutor(context=context)
+    for node in (plant, controller, demo, summary):
+        executor.add_node(node)
+    try:
+        while rclpy.ok(context=context) and not plant.stopped:
+            if args.duration is not None and plant.sim_time >= args.duration:
+                break
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.shutdown()
+        for node in (plant, controller, demo, summary):
+            node.destroy_node()
+    return summary, plant
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    robot_file = args.params_file or config_path('puma560.yaml')
+    sim_file = args.sim_params_file or config_path('sim.yaml')
+    ros_args = [a for a in args.ros_args if a != '--']
+    if ros_args and ros_args[0] == '--ros-args':
+        ros_args = ros_args[1:]
+    rclpy.init(args=['sim', '--ros-args', '--params-file', robot_file, '--params-file',
+                     sim_file, *ros_args])
+    try:
+        summary, plant = run(args)
+    except ConfigurationError as error:
+        rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
+        return 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return 0
+    finally:
+        rclpy.try_shutdown()
+    if args.duration is not None:
+        print(f'simulated {plant.sim_time:.3f} s')
+        print(summary.report())
+    return 2 if plant.stopped else 0
+
+
+def demo_main(args=None):
+    """Entry point `demo_move`: the demo move alone (launch/sim.launch.py)."""
+    rclpy.init(args=args)
+    try:
+        node = DemoMove()
+    except ConfigurationError as error:
+        rclpy.logging.get_logger('demo_move').error(f'bad parameter: {error}')
+        rclpy.try_shutdown()
+        return 1
+    try:
+        while rclpy.ok() and not node.sent:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        rclpy.spin_once(node, timeout_sec=0.5)   # let the reliable message go out
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
