@@ -84,6 +84,9 @@ def _joint_factors(model, i, qi):
 
 def link_transforms(model, q):
     """T_{i-1,i} and its first and second derivatives by q_i: three lists of n 4×4."""
+    if model.dh_convention is None:
+        raise ValueError('lagrange: the Lagrange–Euler reference needs a DH model '
+                         '(robot.source: dh); this model has no DH table')
     T, dT, ddT = [], [], []
     for i in range(model.n):
         B, Z, A, Q = _joint_factors(model, i, q[i])

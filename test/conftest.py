@@ -10,13 +10,25 @@ import os
 
 import numpy as np
 import pytest
+import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def preset_paths():
-    """The parameter files in config/ at collection time (possibly none)."""
-    return sorted(glob.glob(os.path.join(REPO, 'config', '*.yaml')))
+    """The robot presets in config/ at collection time (possibly none): the parameter
+    files with a `robot` block under `/**` (node files such as sim.yaml, which only
+    override a few robot keys for one node, are not presets)."""
+    return [path for path in sorted(glob.glob(os.path.join(REPO, 'config', '*.yaml')))
+            if _has_robot_block(path)]
+
+
+def _has_robot_block(path):
+    with open(path, encoding='utf-8') as stream:
+        document = yaml.safe_load(stream)
+    section = document.get('/**') if isinstance(document, dict) else None
+    params = section.get('ros__parameters') if isinstance(section, dict) else None
+    return isinstance(params, dict) and isinstance(params.get('robot'), dict)
 
 
 def random_rotation(rng):

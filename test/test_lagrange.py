@@ -7,10 +7,11 @@ recursions (digest A §4: the two formulations agree to ~1e-14).
 """
 
 import math
+import os
 
 import numpy as np
 import pytest
-from conftest import random_chain_params, random_inertia, random_state
+from conftest import preset_paths, random_chain_params, random_inertia, random_state
 
 from robot_dynamics import dynamics, lagrange
 from robot_dynamics.model import RobotModel
@@ -35,6 +36,19 @@ def test_newton_euler_equals_lagrange_euler_on_random_chains(rng, convention, ma
         ne = dynamics.inverse_dynamics(model, q, qd, qdd, wrench=w)
         le = lagrange.inverse_dynamics(model, q, qd, qdd, wrench=w)
         np.testing.assert_allclose(le, ne, rtol=0, atol=1e-10)
+
+
+@pytest.mark.filterwarnings('ignore::robot_dynamics.model.ModelWarning')  # textbook data
+@pytest.mark.parametrize('path', preset_paths(), ids=os.path.basename)
+def test_newton_euler_equals_lagrange_euler_on_dh_preset(rng, path):
+    model = RobotModel.from_yaml(path)
+    if model.dh_convention is None:
+        pytest.skip('not a DH preset (the Lagrange reference reads the DH table)')
+    for _ in range(3):
+        q, qd, qdd = random_state(rng, model.n)
+        np.testing.assert_allclose(lagrange.inverse_dynamics(model, q, qd, qdd),
+                                   dynamics.inverse_dynamics(model, q, qd, qdd),
+                                   rtol=1e-12, atol=1e-10)
 
 
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
