@@ -462,6 +462,8 @@ def _nest(mapping):
                 raise ValueError(f'robot.{head}: given both as a value and as a group')
             nested[head][tail] = value
         else:
+            if isinstance(nested.get(head), dict):   # group seen first: do not drop it
+                raise ValueError(f'robot.{head}: given both as a value and as a group')
             nested[head] = value
     return nested
 
