@@ -160,7 +160,7 @@ def random_chain(rng, convention, n=8):
     for i in (2, 5):
         types[i] = 'prismatic'
     mass = rng.uniform(0.5, 6.0, size=n)
-    block = {
+    return {
         'dh_convention': convention, 'joint_types': types,
         'a': rng.uniform(-0.4, 0.4, size=n).tolist(),
         'alpha': rng.uniform(-math.pi, math.pi, size=n).tolist(),
@@ -168,10 +168,8 @@ def random_chain(rng, convention, n=8):
         'theta': rng.uniform(-math.pi, math.pi, size=n).tolist(),
         'mass': mass.tolist(),
         'com': rng.uniform(-0.15, 0.15, size=3 * n).tolist(),
-        'inertia': [v for m in mass for v in random_inertia6(rng, m)],
+        'inertia': [float(v) for m in mass for v in random_inertia6(rng, m)],
     }
-    return {k: [float(v) for v in val] if isinstance(val, list) and k != 'joint_types'
-            else val for k, val in block.items()}
 
 
 def random_states(rng, block, count):
