@@ -1,0 +1,188 @@
+"""`ros2 run robot_dynamics send_trajectory`: send one point-to-point move and exit.
+
+    send_trajectory --positions 0.1 0.2 ... --duration 2.0 --profile quintic|trapezoid
+                    [--joints j1 j2 ...] [--points 50] [--start-from q1 q2 ...]
+                    [--topic /computed_torque_controller/joint_trajectory]
+                    [--joint-states-topic /joint_states] [--timeout 5.0]
+
+The move starts from --start-from, or else from the positions on /joint_states (waited for
+up to --timeout). Without --joints the names come from /joint_states, or are joint_1 ..
+joint_n when --start-from is given. The trajectory_msgs/JointTrajectory holds --points
+samples of the profile (positions, velocities, accelerations, none at t = 0) with
+header.stamp = 0 (start on arrival); it is published reliably once a subscriber has matched
+(waited for up to --timeout). Exit status: 0 sent, 1 timed out, 2 bad arguments.
+"""
+
+import argparse
+import math
+import sys
+import time
+
+from builtin_interfaces.msg import Duration as DurationMsg
+import rclpy
+from rclpy.duration import Duration
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.profiles import PROFILES, sample_profile
+
+DEFAULT_TOPIC = '/computed_torque_controller/joint_trajectory'
+
+
+def parse_arguments(argv):
+    """Parse and check the command line (without ROS arguments); exits with status 2."""
+    parser = argparse.ArgumentParser(
+        prog='send_trajectory', description='Send one point-to-point joint move.')
+    parser.add_argument('--positions', type=float, nargs='+', required=True,
+                        help='goal positions (rad or m), one per joint')
+    parser.add_argument('--duration', type=float, required=True, help='move time T (s)')
+    parser.add_argument('--profile', choices=sorted(PROFILES), default='quintic',
+                        help='quintic (rest to rest) or [SAS] trapezoid (default: quintic)')
+    parser.add_argument('--joints', nargs='+', help='joint names (default: see above)')
+    parser.add_argument('--points', type=int, default=50, help='samples sent (default: 50)')
+    parser.add_argument('--start-from', type=float, nargs='+', dest='start_from',
+                        help='start positions (default: read /joint_states)')
+    parser.add_argument('--topic', default=DEFAULT_TOPIC, help=f'default: {DEFAULT_TOPIC}')
+    parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
+    parser.add_argument('--timeout', type=float, default=5.0,
+                        help='seconds to wait for /joint_states and for a subscriber')
+    args = parser.parse_args(argv)
+    n = len(args.positions)
+    for name, values in (('--positions', args.positions), ('--start-from', args.start_from)):
+        if values is not None and not all(math.isfinite(v) for v in values):
+            parser.error(f'{name}: values must be finite, got {values}')
+    if not (math.isfinite(args.duration) and args.duration > 0.0):
+        parser.error(f'--duration: must be finite and > 0, got {args.duration}')
+    if args.points < 1:
+        parser.error(f'--points: must be >= 1, got {args.points}')
+    if not (math.isfinite(args.timeout) and args.timeout > 0.0):
+        parser.error(f'--timeout: must be > 0, got {args.timeout}')
+    if args.joints is not None and (len(args.joints) != n or len(set(args.joints)) != n):
+        parser.error(f'--joints: need {n} distinct names (one per --positions value), '
+                     f'got {args.joints}')
+    if args.start_from is not None and len(args.start_from) != n:
+        parser.error(f'--start-from: need {n} values (one per --positions value), '
+                     f'got {len(args.start_from)}')
+    if args.start_from is not None and args.joints is None:
+        args.joints = [f'joint_{i + 1}' for i in range(n)]
+    return args
+
+
+def duration_message(seconds):
+    sec = math.floor(seconds)
+    nanosec = int(round((seconds - sec) * 1e9))
+    if nanosec >= 1_000_000_000:
+        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    return DurationMsg(sec=int(sec), nanosec=nanosec)
+
+
+def trajectory_message(command):
+    """trajectory_msgs/JointTrajectory from a core TrajectoryCommand (stamp 0 = start now)."""
+    msg = JointTrajectory()
+    msg.joint_names = list(command.joint_names)
+    msg.points = [JointTrajectoryPoint(positions=list(p.positions),
+                                       velocities=list(p.velocities),
+                                       accelerations=list(p.accelerations),
+                                       time_from_start=duration_message(p.time_from_start))
+                  for p in command.points]
+    return msg
+
+
+class TrajectorySender(Node):
+    """Reads the start on /joint_states if needed, then publishes one trajectory."""
+
+    def __init__(self, topic, states_topic):
+        super().__init__('send_trajectory')
+        reliable = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+        self.publisher = self.create_publisher(JointTrajectory, topic, reliable)
+        self.states_topic = states_topic
+        self.latest = {}
+
+    def current_positions(self, joints, count, timeout):
+        """Positions of `joints` (or of the first `count` joints seen if None) from the
+        joint-state topic, mapped by name; (names, positions) or None on timeout."""
+        subscription = self.create_subscription(
+            JointState, self.states_topic, self._on_joint_state, qos_profile_sensor_data)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                rclpy.spin_once(self, timeout_sec=0.05)
+                names = joints if joints is not None else list(self.latest)
+                if len(names) >= count and all(j in self.latest for j in names):
+                    return names, [self.latest[j] for j in names]
+            return None
+        finally:
+            self.destroy_subscription(subscription)
+
+    def _on_joint_state(self, msg):
+        if len(msg.position) != len(msg.name):
+            self.get_logger().warning(f'{self.states_topic}: {len(msg.name)} names but '
+                                      f'{len(msg.position)} positions, ignored')
+            return
+        for name, position in zip(msg.name, msg.position):
+            if math.isfinite(position):
+                self.latest[name] = position
+
+    def send(self, msg, timeout):
+        """Wait for a subscriber, publish, wait for the acknowledgement; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.publisher.get_subscription_count() == 0:
+            if time.monotonic() >= deadline:
+                return False
+            rclpy.spin_once(self, timeout_sec=0.05)
+        self.publisher.publish(msg)
+        if not self.publisher.wait_for_all_acked(Duration(seconds=timeout)):
+            self.get_logger().warning('the trajectory was published but not acknowledged')
+        return True
+
+
+def run(node, args):
+    """Returns the exit status."""
+    logger = node.get_logger()
+    n = len(args.positions)
+    if args.start_from is not None:
+        joints, start = args.joints, args.start_from
+    else:
+        found = node.current_positions(args.joints, n, args.timeout)
+        if found is None:
+            wanted = args.joints if args.joints is not None else f'{n} joints'
+            logger.error(f'no positions for {wanted} on {args.states_topic} within '
+                         f'{args.timeout} s; is the robot (or plant) running? '
+                         'Or give --start-from')
+            return 1
+        joints, start = found
+        if args.joints is None and len(joints) != n:
+            logger.error(f'{args.states_topic} has {len(joints)} joints {joints} but '
+                         f'--positions has {n} values; give --joints')
+            return 1
+    command = sample_profile(args.profile, start, args.positions, args.duration,
+                             args.points, joints)
+    if not node.send(trajectory_message(command), args.timeout):
+        logger.error(f'no subscriber on {node.publisher.topic_name} within {args.timeout} s; '
+                     'is the controller running (check --topic)?')
+        return 1
+    logger.info(f'sent a {args.duration} s {args.profile} move of {joints} from '
+                f'{[round(q, 4) for q in start]} to {args.positions} '
+                f'({args.points} points) on {node.publisher.topic_name}')
+    return 0
+
+
+def main(args=None):
+    argv = sys.argv if args is None else list(args)
+    options = parse_arguments(remove_ros_args(argv)[1:])
+    rclpy.init(args=argv)
+    node = TrajectorySender(options.topic, options.states_topic)
+    try:
+        return run(node, options)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
