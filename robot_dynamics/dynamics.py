@@ -10,15 +10,94 @@ Joint-space terms beyond rigid bodies, all optional in the model and zero by def
 `mass_matrix` includes the armature; `bias_forces` includes Coriolis, centrifugal,
 gravity and friction, so that ``inverse_dynamics == mass_matrix @ q̈ + bias_forces``.
 Units: SI; efforts in N·m (revolute) or N (prismatic).
+
+Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dynamics` run
+straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
+use) unless `set_backend('reference')` or the environment variable
+``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
+`robot_dynamics.algorithms`. Both give the same results to rounding; non-finite inputs and
+singular joint-space inertias always take the reference path.
 """
+
+import math
+import os
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics import algorithms, codegen
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
            'jacobian', 'kinetic_energy', 'potential_energy', 'friction_torques']
+
+BACKENDS = ('generated', 'reference')
+_backend = 'generated'
+
+
+def set_backend(name):
+    """'generated' (default): code generated per model; 'reference': `algorithms`."""
+    global _backend
+    if name not in BACKENDS:
+        raise ValueError(f'backend {name!r} unknown, expected one of {BACKENDS}')
+    _backend = name
+
+
+def get_backend():
+    return _backend
+
+
+set_backend(os.environ.get('ROBOT_DYNAMICS_BACKEND', 'generated'))
+
+
+def _floats(n, value):
+    """One state as a list of n Python floats, or None if it is anything else (a batch,
+    another dtype, a wrong shape: those take the general path with its error messages)."""
+    if type(value) is np.ndarray:
+        if value.shape == (n,) and value.dtype == np.float64:
+            return value.tolist()
+        return None
+    if type(value) in (list, tuple) and len(value) == n \
+            and all(type(x) is float for x in value):
+        return value
+    return None
+
+
+def _generated_single(model, name, states, wrench=None):
+    """The generated kernel on one state given as floats, or None if it does not apply."""
+    n = model.n
+    values = [_floats(n, x) for x in states]
+    if wrench is not None:
+        values.append(_floats(6, wrench))
+        name += '_wrench'
+    if None in values:
+        return None
+    total = sum(sum(x) for x in values)
+    if not math.isfinite(total):                 # NaN/inf: reference semantics
+        return None
+    try:
+        return np.array(codegen.kernel(model, name)(*values))
+    except ZeroDivisionError:                    # singular inertia: reference semantics
+        return None
+
+
+def _generated_batch(model, name, arrays, wrench=None):
+    """The generated kernel on (B, n) arrays (one (B,) array per joint), or None."""
+    if wrench is not None:
+        arrays = list(arrays) + [wrench]
+        name += '_wrench'
+    if not all(np.isfinite(a).all() for a in arrays):
+        return None
+    size = arrays[0].shape[0]
+    if size == 1:
+        try:
+            return np.array(codegen.kernel(model, name)(*(a[0].tolist() for a in arrays)))[None]
+        except ZeroDivisionError:
+            return None
+    columns = codegen.kernel(model, name, 'array')(*(a.T for a in arrays))
+    out = np.empty((size, len(columns)))
+    for j, column in enumerate(columns):
+        out[:, j] = column
+    return out
 
 
 def _batch(model, value, name, width=None):
@@ -76,9 +155,17 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     about that frame's origin; it adds ``Jᵀ w`` (J in the same frame) to τ. One wrench
     (6,) for all samples or one per sample (B, 6).
     """
+    if _backend == 'generated':
+        tau = _generated_single(model, 'rnea', (q, qd, qdd), wrench)
+        if tau is not None:
+            return tau
     (q_b, qd_b, qdd_b), single = _states(model, ('q', q), ('qd', qd), ('qdd', qdd))
-    tau = algorithms.rnea(model.chain, q_b, qd_b, qdd_b, model.gravity,
-                          _wrench(wrench, q_b.shape[0]))
+    w = _wrench(wrench, q_b.shape[0])
+    if _backend == 'generated':
+        tau = _generated_batch(model, 'rnea', (q_b, qd_b, qdd_b), w)
+        if tau is not None:
+            return _out(tau, single)
+    tau = algorithms.rnea(model.chain, q_b, qd_b, qdd_b, model.gravity, w)
     tau = tau + qdd_b * model.armature + _friction(model, qd_b)
     return _out(tau, single)
 
@@ -99,14 +186,30 @@ def mass_matrix(model, q):
 
 def bias_forces(model, q, qd):
     """C(q, q̇) q̇ + g(q) + friction(q̇): the efforts at zero acceleration."""
+    if _backend == 'generated':
+        tau = _generated_single(model, 'bias', (q, qd))
+        if tau is not None:
+            return tau
     (q_b, qd_b), single = _states(model, ('q', q), ('qd', qd))
+    if _backend == 'generated':
+        tau = _generated_batch(model, 'bias', (q_b, qd_b))
+        if tau is not None:
+            return _out(tau, single)
     tau = algorithms.rnea(model.chain, q_b, qd_b, np.zeros_like(q_b), model.gravity)
     return _out(tau + _friction(model, qd_b), single)
 
 
 def gravity_torques(model, q):
     """g(q): the efforts that hold the arm still against gravity."""
+    if _backend == 'generated':
+        tau = _generated_single(model, 'gravity', (q,))
+        if tau is not None:
+            return tau
     q_b, single = _batch(model, q, 'q')
+    if _backend == 'generated':
+        tau = _generated_batch(model, 'gravity', (q_b,))
+        if tau is not None:
+            return _out(tau, single)
     zeros = np.zeros_like(q_b)
     return _out(algorithms.rnea(model.chain, q_b, zeros, zeros, model.gravity), single)
 
@@ -115,10 +218,19 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
     """Joint accelerations q̈ under efforts τ: articulated-body algorithm, O(n).
 
     Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
+    if _backend == 'generated':
+        qdd = _generated_single(model, 'aba', (q, qd, tau), wrench)
+        if qdd is not None:
+            return qdd
     (q_b, qd_b, tau_b), single = _states(model, ('q', q), ('qd', qd), ('tau', tau))
+    w = _wrench(wrench, q_b.shape[0])
+    if _backend == 'generated':
+        with np.errstate(divide='ignore', invalid='ignore'):
+            qdd = _generated_batch(model, 'aba', (q_b, qd_b, tau_b), w)
+        if qdd is not None and np.isfinite(qdd).all():
+            return _out(qdd, single)
     net = tau_b - _friction(model, qd_b)
-    qdd = algorithms.aba(model.chain, q_b, qd_b, net, model.gravity, model.armature,
-                         _wrench(wrench, q_b.shape[0]))
+    qdd = algorithms.aba(model.chain, q_b, qd_b, net, model.gravity, model.armature, w)
     return _out(qdd, single)
 
 

@@ -4,13 +4,23 @@ The state is (q, q̇); the effort τ is held constant over a step (zero-order ho
 digital controller applies it). Seed 001 §7 integrates the same state with RK4.
 """
 
+import math
+
 import numpy as np
 
-from robot_dynamics import dynamics
+from robot_dynamics import codegen, dynamics
 
 
 def rk4_step(model, q, qd, tau, dt):
-    """One classical Runge–Kutta step of q̈ = forward_dynamics(q, q̇, τ); returns (q, q̇)."""
+    """One classical Runge–Kutta step of q̈ = forward_dynamics(q, q̇, τ); returns (q, q̇).
+
+    One state on the generated backend runs as one generated call (four articulated-body
+    passes on floats, `codegen` kernel 'rk4'); batches and the reference backend go through
+    `dynamics.forward_dynamics` four times."""
+    if dynamics.get_backend() == 'generated':
+        result = _rk4_generated(model, q, qd, tau, dt)
+        if result is not None:
+            return result
     fd = dynamics.forward_dynamics
     k1v = fd(model, q, qd, tau)
     k1q = qd
@@ -23,6 +33,22 @@ def rk4_step(model, q, qd, tau, dt):
     q_next = q + dt / 6.0 * (k1q + 2.0 * k2q + 2.0 * k3q + k4q)
     qd_next = qd + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
     return q_next, qd_next
+
+
+def _rk4_generated(model, q, qd, tau, dt):
+    n = model.n
+    values = [dynamics._floats(n, x) for x in (q, qd, tau)]
+    if None in values or type(dt) not in (float, int):
+        return None
+    if not math.isfinite(sum(sum(x) for x in values) + dt):
+        return None
+    try:
+        q_next, qd_next = codegen.kernel(model, 'rk4')(*values, dt)
+    except ZeroDivisionError:
+        return None
+    if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
+        return None
+    return np.array(q_next), np.array(qd_next)
 
 
 def semi_implicit_euler_step(model, q, qd, tau, dt):

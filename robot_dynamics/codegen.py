@@ -1,0 +1,737 @@
+"""Straight-line dynamics code generated for one robot (the fast path of issue 6).
+
+The algorithms of `robot_dynamics.algorithms` are traced once per model on a small
+expression graph whose leaves are the joint variables and the model's constants. The
+tracer folds every constant sub-expression and the exact zeros and ±1 of the chain's
+constant placements (DH placements are Rx(α)·Tx(a)), shares common sub-expressions and
+drops what no output needs. What remains is the "customised" Newton–Euler that the seeds'
+operation counts lead to (seed 001 §6: "terms representing insignificant torque
+contributions can be easily identified and … deleted"; [LEE] Table 2; [ANG] §7.4).
+
+The result is Python source of one function per algorithm, e.g. for a 2-joint arm::
+
+    def rnea(q, qd, qdd):
+        q0, q1 = q
+        ...
+        return (tau0, tau1)
+
+It runs unchanged on floats (one state, via `math`) and on numpy arrays (a batch: each
+variable is a (B,) array, via `numpy`). Source is compiled lazily, once per model and
+kernel, and cached on the model instance (``model.__dict__['_kernels']``; `with_payload`
+drops it). `source(model, name)` shows the code, `operation_counts` counts it.
+
+Kernels (all include the model's armature and friction, like the public functions):
+    rnea, rnea_wrench   τ(q, q̇, q̈[, w])        inverse dynamics (Newton–Euler)
+    bias                τ(q, q̇, 0)             Coriolis, centrifugal, gravity, friction
+    gravity             τ(q, 0, 0)             gravity only (no friction at rest)
+    aba, aba_wrench     q̈(q, q̇, τ[, w])        forward dynamics (articulated body, O(n))
+    rk4                 (q, q̇) after one RK4 step of `aba` with τ held (floats only)
+"""
+
+import ast
+import math
+
+import numpy as np
+
+__all__ = ['source', 'kernel', 'operation_counts', 'KERNELS']
+
+KERNELS = ('rnea', 'rnea_wrench', 'bias', 'gravity', 'aba', 'aba_wrench', 'rk4')
+_SNAP = 1e-13          # constants this close to 0 or ±1 in rotations are taken as exact
+_INLINE_DEPTH = 24     # deeper single-use expressions get a variable of their own
+
+
+# ---------------------------------------------------------------------- expression graph
+
+
+class Sym:
+    """A non-constant node of the expression graph; constants are plain floats."""
+
+    __slots__ = ('graph', 'id', 'op', 'args')
+
+    def __init__(self, graph, ident, op, args):
+        self.graph, self.id, self.op, self.args = graph, ident, op, args
+
+    def __add__(self, other):
+        return self.graph.add(self, other)
+
+    def __radd__(self, other):
+        return self.graph.add(other, self)
+
+    def __sub__(self, other):
+        return self.graph.sub(self, other)
+
+    def __rsub__(self, other):
+        return self.graph.sub(other, self)
+
+    def __mul__(self, other):
+        return self.graph.mul(self, other)
+
+    def __rmul__(self, other):
+        return self.graph.mul(other, self)
+
+    def __truediv__(self, other):
+        return self.graph.div(self, other)
+
+    def __rtruediv__(self, other):
+        return self.graph.div(other, self)
+
+    def __neg__(self):
+        return self.graph.neg(self)
+
+
+def _is_const(x):
+    return not isinstance(x, Sym)
+
+
+def _key(x):
+    if isinstance(x, Sym):
+        return ('s', x.id)
+    return ('n', x) if isinstance(x, str) else ('c', float(x))
+
+
+class Graph:
+    """Hash-consed expression graph with constant folding of 0, ±1 and constants."""
+
+    def __init__(self):
+        self.nodes = []
+        self._index = {}
+
+    def _node(self, op, *args):
+        key = (op,) + tuple(_key(a) for a in args)
+        found = self._index.get(key)
+        if found is None:
+            found = Sym(self, len(self.nodes), op, args)
+            self.nodes.append(found)
+            self._index[key] = found
+        return found
+
+    def input(self, name):
+        return self._node('in', name)
+
+    def add(self, a, b):
+        if _is_const(a) and _is_const(b):
+            return float(a) + float(b)
+        if _is_const(a):
+            a, b = b, a
+        if _is_const(b) and b == 0.0:
+            return a
+        if isinstance(b, Sym) and b.op == 'neg':
+            return self.sub(a, b.args[0])
+        if a.op == 'neg':
+            return self.sub(b, a.args[0])
+        return self._node('+', *sorted((a, b), key=_key))
+
+    def sub(self, a, b):
+        if _is_const(a) and _is_const(b):
+            return float(a) - float(b)
+        if _is_const(b) and b == 0.0:
+            return a
+        if _is_const(a) and a == 0.0:
+            return self.neg(b)
+        if isinstance(b, Sym) and b.op == 'neg':
+            return self.add(a, b.args[0])
+        if _is_const(b):
+            return self.add(a, -float(b))
+        return self._node('-', a, b)
+
+    def neg(self, a):
+        if _is_const(a):
+            return -float(a)
+        if a.op == 'neg':
+            return a.args[0]
+        if a.op == '-':
+            return self.sub(a.args[1], a.args[0])
+        return self._node('neg', a)
+
+    def mul(self, a, b):
+        if _is_const(a) and _is_const(b):
+            return float(a) * float(b)
+        if _is_const(a):
+            a, b = b, a
+        if _is_const(b):
+            if b == 0.0:
+                return 0.0
+            if b == 1.0:
+                return a
+            if b == -1.0:
+                return self.neg(a)
+            if a.op == 'neg':
+                return self.mul(a.args[0], -float(b))
+            return self._node('*', a, float(b))
+        if a.op == 'neg':
+            return self.neg(self.mul(a.args[0], b))
+        if b.op == 'neg':
+            return self.neg(self.mul(a, b.args[0]))
+        return self._node('*', *sorted((a, b), key=_key))
+
+    def div(self, a, b):
+        if _is_const(a) and _is_const(b):
+            return float(a) / float(b)
+        if _is_const(b):
+            return self.mul(a, 1.0 / float(b))
+        if _is_const(a) and a == 0.0:
+            return 0.0
+        return self._node('/', a, b)
+
+    def call(self, name, a):
+        """sin, cos or sign of a node (constants are evaluated now)."""
+        if _is_const(a):
+            value = {'sin': math.sin, 'cos': math.cos, 'sign': _sign}[name](float(a))
+            return _snap(value) if name != 'sign' else float(value)
+        return self._node(name, a)
+
+
+def _sign(x):
+    """np.sign for one float: 0 at 0, NaN stays NaN."""
+    return (x > 0.0) - (x < 0.0) if x == x else x
+
+
+def _snap(value):
+    for exact in (0.0, 1.0, -1.0):
+        if abs(value - exact) < _SNAP:
+            return exact
+    return float(value)
+
+
+# ---------------------------------------------------------------------- emission
+
+_BINARY = {'+': '+', '-': '-', '*': '*', '/': '/'}
+
+
+def emit(name, params, unpack, outputs):
+    """Python source of ``def name(*params)``: unpack lines, then the graph nodes that
+    `outputs` need (single-use nodes inlined), then ``return (outputs...)``."""
+    needed = _reachable(outputs)
+    uses = dict.fromkeys(needed, 0)
+    for node in needed:
+        for arg in node.args:
+            if isinstance(arg, Sym):
+                uses[arg] += 1
+    for out in outputs:
+        if isinstance(out, Sym):
+            uses[out] += 2
+    names, depth, lines = {}, {}, []
+    for node in sorted(needed, key=lambda s: s.id):
+        if node.op == 'in':
+            names[node], depth[node] = node.args[0], 0
+            continue
+        text, level = _expression(node, names, depth)
+        if uses[node] > 1 or level > _INLINE_DEPTH:
+            var = f't{len(lines)}'
+            lines.append(f'    {var} = {text}')
+            names[node], depth[node] = var, 0
+        else:
+            names[node], depth[node] = text, level
+    head = [f'def {name}({", ".join(params)}):'] + [f'    {line}' for line in unpack]
+    result = ', '.join(_text(out, names) for out in outputs)
+    return '\n'.join(head + lines + [f'    return ({result},)']) + '\n'
+
+
+def _reachable(outputs):
+    seen, stack = set(), [o for o in outputs if isinstance(o, Sym)]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(a for a in node.args if isinstance(a, Sym))
+    return seen
+
+
+def _text(x, names):
+    if isinstance(x, Sym):
+        return names[x]
+    return repr(float(x)) if x >= 0.0 else f'({float(x)!r})'
+
+
+def _expression(node, names, depth):
+    args = [_text(a, names) for a in node.args]
+    level = 1 + max((depth.get(a, 0) for a in node.args if isinstance(a, Sym)), default=0)
+    if node.op in _BINARY:
+        return f'({args[0]} {_BINARY[node.op]} {args[1]})', level
+    if node.op == 'neg':
+        return f'(-{args[0]})', level
+    return f'{node.op}({args[0]})', level
+
+
+# ---------------------------------------------------------------------- small vector algebra
+
+
+def vadd(a, b):
+    return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+
+
+def vsub(a, b):
+    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+
+
+def vscale(k, v):
+    return [k * v[0], k * v[1], k * v[2]]
+
+
+def cross(a, b):
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def matvec(M, v):
+    return [M[i][0] * v[0] + M[i][1] * v[1] + M[i][2] * v[2] for i in range(3)]
+
+
+def mattvec(M, v):
+    return [M[0][j] * v[0] + M[1][j] * v[1] + M[2][j] * v[2] for j in range(3)]
+
+
+def rot_z(c, s, v):
+    """Rz(θ) v."""
+    return [c * v[0] - s * v[1], s * v[0] + c * v[1], v[2]]
+
+
+def rot_zt(c, s, v):
+    """Rz(θ)ᵀ v."""
+    return [c * v[0] + s * v[1], c * v[1] - s * v[0], v[2]]
+
+
+def skew(p):
+    return [[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]]
+
+
+def matmul(A, B):
+    return [[A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j] for j in range(3)]
+            for i in range(3)]
+
+
+def sym(upper):
+    """Full 3×3 from a function giving entry (i, j) for i ≤ j (mirrored, shared nodes)."""
+    M = [[None] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(i, 3):
+            M[i][j] = M[j][i] = upper(i, j)
+    return M
+
+
+def congruence_sym(R, A):
+    """R A Rᵀ of a symmetric A (upper triangle computed, mirrored)."""
+    T = matmul(R, A)
+    return sym(lambda i, j: T[i][0] * R[j][0] + T[i][1] * R[j][1] + T[i][2] * R[j][2])
+
+
+def congruence(R, H):
+    """R H Rᵀ of a general 3×3 H."""
+    T = matmul(R, H)
+    return [[T[i][0] * R[j][0] + T[i][1] * R[j][1] + T[i][2] * R[j][2] for j in range(3)]
+            for i in range(3)]
+
+
+# ---------------------------------------------------------------------- chain constants
+
+
+class Link:
+    """State-independent constants of body i, floats, rotations snapped to exact 0/±1.
+
+    R0: placement rotation; pl: joint origin in placement axes (R0ᵀ p0, + z d for the
+    joint); m, c, Ic: mass, centre of mass, centroidal inertia; h = m c (first moment);
+    Io: rotational inertia about the body origin."""
+
+    def __init__(self, chain, i, armature, viscous, coulomb):
+        self.R0 = [[_snap(v) for v in row] for row in chain.R0[i]]
+        self.pl = _tidy(chain.R0[i].T @ chain.p0[i])
+        self.theta0 = float(chain.theta0[i])
+        self.d0 = float(chain.d0[i])
+        self.prismatic = bool(chain.prismatic[i])
+        m, c, Ic = float(chain.mass[i]), chain.com[i], chain.inertia[i]
+        self.m = m
+        self.c, self.h = _tidy(c), _tidy(m * c)
+        self.Ic = [_tidy(row, scale=np.max(np.abs(Ic))) for row in Ic]
+        Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+        self.Io = [_tidy(row, scale=np.max(np.abs(Io))) for row in Io]
+        self.armature, self.viscous, self.coulomb = armature, viscous, coulomb
+
+    def joint(self, g, q):
+        """cos θ, sin θ and the joint origin (placement axes) for joint variable q."""
+        if self.prismatic:
+            c, s = g.call('cos', self.theta0), g.call('sin', self.theta0)
+            d = q + self.d0
+        else:
+            theta = q + self.theta0
+            c, s, d = g.call('cos', theta), g.call('sin', theta), self.d0
+        return c, s, [self.pl[0], self.pl[1], self.pl[2] + d]
+
+    def friction(self, g, qd):
+        """Viscous + Coulomb friction b q̇ + f_c sign(q̇) ([SAS] eq. 2.39)."""
+        return self.viscous * qd + self.coulomb * g.call('sign', qd)
+
+
+def _tidy(values, scale=None):
+    """Floats, with round-off residues of the constant rotations (|x| < 1e-13 of the
+    largest entry, e.g. 0.019·cos(π/2) = 1.2e-18) set to exact zeros."""
+    values = np.asarray(values, dtype=float)
+    scale = np.max(np.abs(values)) if scale is None else scale
+    return [0.0 if abs(v) < _SNAP * scale else float(v) for v in values]
+
+
+def links_of(model):
+    chain = model.chain
+    return [Link(chain, i, float(model.armature[i]), float(model.viscous_friction[i]),
+                 float(model.coulomb_friction[i])) for i in range(model.n)]
+
+
+def tip_wrench(model, w):
+    """Tip wrench [f; n] (last DH link frame, moment about its origin) as force and moment
+    about body n's origin, body n axes (same as `algorithms.tip_wrench_in_body`)."""
+    R = [[_snap(v) for v in row] for row in model.chain.R_tip]
+    f = matvec(R, w[:3])
+    return f, vadd(matvec(R, w[3:]), cross([float(v) for v in model.chain.p_tip], f))
+
+
+# ---------------------------------------------------------------------- Newton–Euler
+
+
+def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True,
+               com_form=None):
+    """Recursive Newton–Euler (seed 000 §2.1–2.3, Craig's form), traced on the graph.
+
+    Forward pass per body: ω, ω̇ (joint rate added in body axes) and the acceleration v̇
+    of the body origin, from the parent's through the matrix U = ω̇× + ω×ω× of the parent
+    (v̇_o = v̇_parent + U p; seed 001 Table 4's 'A_i' term, Khalil's customised form), turned
+    by R0ᵀ then Rz(θ)ᵀ. Body wrench either at the centre of mass (seed 000 eq. 2-4, 2-5:
+    F = m(v̇ + U c), N = I_c ω̇ + ω×(I_c ω), n gets c×F in the backward pass) or, with the
+    first moment h = m c, about the origin (F = m v̇ + U h, N = I_o ω̇ + ω×(I_o ω) + h×v̇);
+    `com_form[i]` chooses (the generator picks the cheaper per link). Backward pass
+    f = F + f_child, n = N + n_child (+ c×F); τ = n_z or f_z (eq. 2-6). Zeros in q̇, q̈
+    (bias, gravity kernels) are passed as the constant 0.0 and fold away."""
+    links = links_of(model)
+    n = len(links)
+    com_form = [True] * n if com_form is None else com_form
+    gravity = model.gravity if gravity is None else gravity
+    w, wd, vd = [0.0] * 3, [0.0] * 3, [-float(x) for x in gravity]
+    U = [[0.0] * 3 for _ in range(3)]
+    frames, wrenches = [], []
+    for i, L in enumerate(links):
+        c, s, p = L.joint(g, q[i])
+        vd_o = vadd(vd, matvec(U, matvec(L.R0, p)))
+        w_p, wd_p, vd_p = (mattvec(L.R0, x) for x in (w, wd, vd_o))
+        w, wd, vd = rot_zt(c, s, w_p), rot_zt(c, s, wd_p), rot_zt(c, s, vd_p)
+        if L.prismatic:
+            vd = [vd[0] + 2.0 * w[1] * qd[i], vd[1] - 2.0 * w[0] * qd[i], vd[2] + qdd[i]]
+        else:
+            wd = [wd[0] + w[1] * qd[i], wd[1] - w[0] * qd[i], wd[2] + qdd[i]]
+            w = [w[0], w[1], w[2] + qd[i]]
+        U = omega_matrix(w, wd)
+        if com_form[i]:
+            F = vscale(L.m, vadd(vd, matvec(U, L.c)))
+            N = vadd(matvec(L.Ic, wd), cross(w, matvec(L.Ic, w)))
+        else:
+            F = vadd(vscale(L.m, vd), matvec(U, L.h))
+            N = vadd(vadd(matvec(L.Io, wd), cross(w, matvec(L.Io, w))), cross(L.h, vd))
+        frames.append((c, s, p))
+        wrenches.append((F, N))
+    f, nm = tip_wrench(model, wrench) if wrench is not None else ([0.0] * 3, [0.0] * 3)
+    tau = [None] * n
+    for i in range(n - 1, -1, -1):
+        F, N = wrenches[i]
+        L = links[i]
+        f, nm = vadd(F, f), vadd(N, nm)
+        if com_form[i]:
+            nm = vadd(nm, cross(L.c, F))
+        tau[i] = f[2] if L.prismatic else nm[2]
+        if joint_terms:
+            tau[i] = tau[i] + L.armature * qdd[i] + L.friction(g, qd[i])
+        c, s, p = frames[i]
+        f1 = rot_z(c, s, f)
+        n1 = vadd(rot_z(c, s, nm), cross(p, f1))
+        f, nm = matvec(L.R0, f1), matvec(L.R0, n1)
+    return tau
+
+
+def omega_matrix(w, wd):
+    """U = ω̇× + ω×ω×, so that U r = ω̇×r + ω×(ω×r) for any r (6 products shared)."""
+    w00, w11, w22 = w[0] * w[0], w[1] * w[1], w[2] * w[2]
+    w01, w02, w12 = w[0] * w[1], w[0] * w[2], w[1] * w[2]
+    return [[-(w11 + w22), w01 - wd[2], w02 + wd[1]],
+            [w01 + wd[2], -(w00 + w22), w12 - wd[0]],
+            [w02 - wd[1], w12 + wd[0], -(w00 + w11)]]
+
+
+def rnea_choices(model, **kwargs):
+    """Per link, whether the centre-of-mass form of the body wrench is cheaper than the
+    origin form (fewest multiplications, then additions), by coordinate search; models
+    with more than 12 links keep the centre-of-mass form everywhere."""
+    n = model.n
+    best = [True] * n
+    if n > 12:
+        return best
+    cost = _traced_cost(model, best, **kwargs)
+    for i in range(n):
+        trial = best[:i] + [not best[i]] + best[i + 1:]
+        trial_cost = _traced_cost(model, trial, **kwargs)
+        if trial_cost < cost:
+            best, cost = trial, trial_cost
+    return best
+
+
+def _traced_cost(model, com_form, velocity=True, acceleration=True, joint_terms=True):
+    g = Graph()
+    n = model.n
+    q = _inputs(g, 'q', n)
+    qd = _inputs(g, 'qd', n) if velocity else [0.0] * n
+    qdd = _inputs(g, 'qdd', n) if acceleration else [0.0] * n
+    out = trace_rnea(g, model, q, qd, qdd, joint_terms=joint_terms, com_form=com_form)
+    needed = _reachable(out)
+    return (sum(1 for x in needed if x.op == '*'),
+            sum(1 for x in needed if x.op in '+-' or x.op == 'neg'))
+
+
+# ---------------------------------------------------------------------- articulated body
+
+
+class Inertia:
+    """Symmetric 6×6 spatial (articulated) inertia [[A, H], [Hᵀ, M]] in [ω; v] order."""
+
+    def __init__(self, A, H, M):
+        self.A, self.H, self.M = A, H, M
+
+    def column(self, k):
+        """Column k (2: angular z, 5: linear z) as (angular, linear) 3-vectors."""
+        if k == 2:
+            return [self.A[j][2] for j in range(3)], list(self.H[2])
+        return [self.H[j][2] for j in range(3)], [self.M[j][2] for j in range(3)]
+
+    def times(self, ang, lin):
+        """I [ang; lin] -> (moment, force)."""
+        return (vadd(matvec(self.A, ang), matvec(self.H, lin)),
+                vadd(mattvec(self.H, ang), matvec(self.M, lin)))
+
+    def minus_outer(self, ua, ul, ka, kl):
+        """I − [ua; ul][ka; kl]ᵀ, where [ka; kl] ∥ [ua; ul] (so the result is symmetric)."""
+        A = sym(lambda i, j: self.A[i][j] - ua[i] * ka[j])
+        H = [[self.H[i][j] - ua[i] * kl[j] for j in range(3)] for i in range(3)]
+        M = sym(lambda i, j: self.M[i][j] - ul[i] * kl[j])
+        return Inertia(A, H, M)
+
+    def rotated(self, R):
+        return Inertia(congruence_sym(R, self.A), congruence(R, self.H),
+                       congruence_sym(R, self.M))
+
+    def shifted(self, p):
+        """Xᵀ I X for X = [[1, 0], [−p×, 1]]: the same body seen about a point at −p
+        (p = this origin in the new frame): H' = H + S M, A' = A + S Hᵀ − H' S, S = p×."""
+        S = skew(p)
+        SM = matmul(S, self.M)
+        H = [[self.H[i][j] + SM[i][j] for j in range(3)] for i in range(3)]
+        A = sym(lambda i, j: self.A[i][j]
+                + sum((S[i][k] * self.H[j][k] for k in range(3)), 0.0)
+                - sum((H[i][k] * S[k][j] for k in range(3)), 0.0))
+        return Inertia(A, H, self.M)
+
+    def plus(self, other):
+        return Inertia(sym(lambda i, j: self.A[i][j] + other.A[i][j]),
+                       [[self.H[i][j] + other.H[i][j] for j in range(3)] for i in range(3)],
+                       sym(lambda i, j: self.M[i][j] + other.M[i][j]))
+
+
+def body_inertia(L):
+    """Spatial inertia about the body origin (Featherstone, RBDA eq. 2.63)."""
+    return Inertia([row[:] for row in L.Io], skew(L.h),
+                   [[L.m if i == j else 0.0 for j in range(3)] for i in range(3)])
+
+
+def motion_to_child(L, frame, ang, lin):
+    """X v: a motion vector of the parent (parent axes, parent origin) in the child."""
+    c, s, p = frame
+    ang_p, lin_p = mattvec(L.R0, ang), mattvec(L.R0, lin)
+    lin_p = vadd(lin_p, cross(ang_p, p))
+    return rot_zt(c, s, ang_p), rot_zt(c, s, lin_p)
+
+
+def force_to_parent(L, frame, n, f):
+    """Xᵀ f: a force [n; f] of the child (child axes, moment about child origin) in the
+    parent."""
+    c, s, p = frame
+    f1 = rot_z(c, s, f)
+    n1 = vadd(rot_z(c, s, n), cross(p, f1))
+    return matvec(L.R0, n1), matvec(L.R0, f1)
+
+
+def inertia_to_parent(L, frame, I):
+    """Xᵀ I X: rotate by Rz(θ), shift to the parent origin, rotate by the placement R0."""
+    c, s, p = frame
+    Rz = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    return I.rotated(Rz).shifted(p).rotated(L.R0)
+
+
+def trace_aba(g, model, q, qd, tau, wrench=None):
+    """Articulated-body algorithm (Featherstone, RBDA Table 7.1), traced on the graph;
+    the same passes as `algorithms.aba` with friction and armature of the model."""
+    links = links_of(model)
+    n = len(links)
+    frames, vel, cbias, IA, pA = [], [], [], [], []
+    ang, lin = [0.0] * 3, [0.0] * 3
+    for i, L in enumerate(links):
+        frame = L.joint(g, q[i])
+        ang, lin = motion_to_child(L, frame, ang, lin)
+        qz = [0.0, 0.0, qd[i]]
+        if L.prismatic:
+            lin = vadd(lin, qz)
+            cbias.append(([0.0] * 3, cross(ang, qz)))
+        else:
+            ang = vadd(ang, qz)
+            cbias.append((cross(ang, qz), cross(lin, qz)))
+        I = body_inertia(L)
+        mom, frc = I.times(ang, lin)
+        pA.append((vadd(cross(ang, mom), cross(lin, frc)), cross(ang, frc)))
+        frames.append(frame)
+        IA.append(I)
+    if wrench is not None:
+        f, nm = tip_wrench(model, wrench)
+        pA[n - 1] = (vadd(pA[n - 1][0], nm), vadd(pA[n - 1][1], f))
+    U, invD, u = [None] * n, [None] * n, [None] * n
+    for i in range(n - 1, -1, -1):
+        L = links[i]
+        k = 5 if L.prismatic else 2
+        U[i] = IA[i].column(k)
+        D = (IA[i].M[2][2] if L.prismatic else IA[i].A[2][2]) + L.armature
+        invD[i] = 1.0 / D
+        p_k = pA[i][1][2] if L.prismatic else pA[i][0][2]
+        u[i] = tau[i] - L.friction(g, qd[i]) - p_k
+        if i == 0:
+            continue
+        ua, ul = U[i]
+        ka, kl = vscale(invD[i], ua), vscale(invD[i], ul)
+        Ia = IA[i].minus_outer(ua, ul, ka, kl)
+        mom, frc = Ia.times(*cbias[i])
+        uD = u[i] * invD[i]
+        pa_n = vadd(vadd(pA[i][0], mom), vscale(uD, ua))
+        pa_f = vadd(vadd(pA[i][1], frc), vscale(uD, ul))
+        IA[i - 1] = IA[i - 1].plus(inertia_to_parent(L, frames[i], Ia))
+        n_p, f_p = force_to_parent(L, frames[i], pa_n, pa_f)
+        pA[i - 1] = (vadd(pA[i - 1][0], n_p), vadd(pA[i - 1][1], f_p))
+    qdd = [None] * n
+    ang, lin = [0.0] * 3, [-float(x) for x in model.gravity]
+    for i, L in enumerate(links):
+        ang, lin = motion_to_child(L, frames[i], ang, lin)
+        ang, lin = vadd(ang, cbias[i][0]), vadd(lin, cbias[i][1])
+        ua, ul = U[i]
+        qdd[i] = (u[i] - dot(ua, ang) - dot(ul, lin)) * invD[i]
+        if L.prismatic:
+            lin = [lin[0], lin[1], lin[2] + qdd[i]]
+        else:
+            ang = [ang[0], ang[1], ang[2] + qdd[i]]
+    return qdd
+
+
+# ---------------------------------------------------------------------- kernels
+
+
+def _unpack(names, n, arg):
+    return f'{", ".join(f"{arg}{i}" for i in range(n))}, = {arg}'
+
+
+def _inputs(g, arg, n):
+    return [g.input(f'{arg}{i}') for i in range(n)]
+
+
+def source(model, name):
+    """Python source of the generated kernel `name` (one of KERNELS) for this model."""
+    n = model.n
+    g = Graph()
+    if name == 'rk4':
+        return _rk4_source(n)
+    if name.startswith('rnea') or name in ('bias', 'gravity'):
+        q = _inputs(g, 'q', n)
+        qd = _inputs(g, 'qd', n) if name != 'gravity' else [0.0] * n
+        qdd = _inputs(g, 'qdd', n) if name.startswith('rnea') else [0.0] * n
+        params = {'rnea': ['q', 'qd', 'qdd'], 'rnea_wrench': ['q', 'qd', 'qdd', 'w'],
+                  'bias': ['q', 'qd'], 'gravity': ['q']}[name]
+        w = _inputs(g, 'w', 6) if name == 'rnea_wrench' else None
+        flags = dict(velocity=name != 'gravity', acceleration=name.startswith('rnea'),
+                     joint_terms=name != 'gravity')
+        out = trace_rnea(g, model, q, qd, qdd, w, joint_terms=flags['joint_terms'],
+                         com_form=rnea_choices(model, **flags))
+    elif name in ('aba', 'aba_wrench'):
+        q, qd, tau = _inputs(g, 'q', n), _inputs(g, 'qd', n), _inputs(g, 'tau', n)
+        params = ['q', 'qd', 'tau'] + (['w'] if name == 'aba_wrench' else [])
+        w = _inputs(g, 'w', 6) if name == 'aba_wrench' else None
+        out = trace_aba(g, model, q, qd, tau, w)
+    else:
+        raise ValueError(f'codegen: unknown kernel {name!r}, expected one of {KERNELS}')
+    unpack = [_unpack(params, n if p != 'w' else 6, p) for p in params]
+    return emit(name, params, unpack, out)
+
+
+def _rk4_source(n):
+    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held, on floats (seed 001 §7)."""
+    def vec(fmt):
+        return ', '.join(fmt.format(i=i) for i in range(n))
+    lines = [
+        'def rk4(q, qd, tau, dt):',
+        f'    {vec("q{i}")}, = q',
+        f'    {vec("v{i}")}, = qd',
+        '    h = 0.5 * dt',
+        f'    {vec("a{i}")}, = aba(q, qd, tau)',
+        f'    {vec("b{i}")}, = aba(({vec("q{i} + h * v{i}")},), '
+        f'({vec("v{i} + h * a{i}")},), tau)',
+        f'    {vec("c{i}")}, = aba(({vec("q{i} + h * (v{i} + h * a{i})")},), '
+        f'({vec("v{i} + h * b{i}")},), tau)',
+        f'    {vec("e{i}")}, = aba(({vec("q{i} + dt * (v{i} + h * b{i})")},), '
+        f'({vec("v{i} + dt * c{i}")},), tau)',
+        '    k = dt / 6.0',
+        f'    q_next = ({vec("q{i} + k * (6.0 * v{i} + dt * (a{i} + b{i} + c{i}))")},)',
+        f'    qd_next = ({vec("v{i} + k * (a{i} + 2.0 * (b{i} + c{i}) + e{i})")},)',
+        '    return q_next, qd_next',
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+_SCALAR = {'sin': math.sin, 'cos': math.cos, 'sign': _sign}
+_ARRAY = {'sin': np.sin, 'cos': np.cos, 'sign': np.sign}
+
+
+def kernel(model, name, mode='scalar'):
+    """The compiled kernel `name` for `model`: mode 'scalar' takes sequences of floats,
+    'array' takes sequences of (B,) arrays (e.g. ``q.T``); both return a tuple.
+    Compiled on first use and cached on the model instance."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    key = (name, mode)
+    fn = cache.get(key)
+    if fn is None:
+        fn = _compile(model, name, mode, cache)
+        cache[key] = fn
+    return fn
+
+
+def _compile(model, name, mode, cache):
+    namespace = dict(_SCALAR if mode == 'scalar' else _ARRAY)
+    if name == 'rk4':
+        namespace['aba'] = kernel(model, 'aba', mode)
+    text = cache.get(('source', name))
+    if text is None:
+        text = cache[('source', name)] = source(model, name)
+    code = compile(text, f'<robot_dynamics.codegen {name} {model!r}>', 'exec')
+    exec(code, namespace)  # noqa: S102 - our own generated source, nothing external
+    return namespace[name]
+
+
+# ---------------------------------------------------------------------- operation counts
+
+
+def operation_counts(text):
+    """Arithmetic in generated source: {'mul', 'add', 'div', 'neg', 'call'}; `add` counts
+    additions and subtractions (as the seeds' tables do); `call` counts sin/cos/sign."""
+    counts = dict.fromkeys(('mul', 'add', 'div', 'neg', 'call'), 0)
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult):
+                counts['mul'] += 1
+            elif isinstance(node.op, (ast.Add, ast.Sub)):
+                counts['add'] += 1
+            elif isinstance(node.op, ast.Div):
+                counts['div'] += 1
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            counts['neg'] += 1
+        elif isinstance(node, ast.Call):
+            counts['call'] += 1
+    return counts
