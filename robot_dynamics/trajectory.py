@@ -17,6 +17,7 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - After the last point the reference holds its positions with zero velocity/acceleration.
 """
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,21 +71,23 @@ class Reference:
 
 def quintic_coefficients(p0, v0, a0, p1, v1, a1, h):
     """Coefficients c0..c5 (6, n) of the quintic on τ ∈ [0, h] with position, velocity and
-    acceleration (p0, v0, a0) at τ = 0 and (p1, v1, a1) at τ = h."""
+    acceleration (p0, v0, a0) at τ = 0 and (p1, v1, a1) at τ = h; (K, 6, n) for K segments
+    at once (arguments (K, n), h (K, 1))."""
     dp = p1 - p0
     c3 = (20.0 * dp - (8.0 * v1 + 12.0 * v0) * h - (3.0 * a0 - a1) * h**2) / (2.0 * h**3)
     c4 = (-30.0 * dp + (14.0 * v1 + 16.0 * v0) * h + (3.0 * a0 - 2.0 * a1) * h**2) / (2.0 * h**4)
     c5 = (12.0 * dp - 6.0 * (v1 + v0) * h - (a0 - a1) * h**2) / (2.0 * h**5)
-    return np.stack([p0, v0, 0.5 * a0, c3, c4, c5])
+    return np.stack([p0, v0, 0.5 * a0, c3, c4, c5], axis=-2)
 
 
 def cubic_coefficients(p0, v0, p1, v1, h):
-    """Coefficients c0..c5 (6, n; c4 = c5 = 0) of the cubic Hermite segment on τ ∈ [0, h]."""
+    """Coefficients c0..c5 (6, n; c4 = c5 = 0) of the cubic Hermite segment on τ ∈ [0, h]
+    ((K, 6, n) for K segments at once, as `quintic_coefficients`)."""
     slope = (p1 - p0) / h
     c2 = (3.0 * slope - 2.0 * v0 - v1) / h
     c3 = (v0 + v1 - 2.0 * slope) / h**2
     zero = np.zeros_like(p0)
-    return np.stack([p0, v0, c2, c3, zero, zero])
+    return np.stack([p0, v0, c2, c3, zero, zero], axis=-2)
 
 
 def clamped_spline_knots(times, positions, v_start, v_end):
@@ -117,17 +120,12 @@ def clamped_spline_knots(times, positions, v_start, v_end):
 
 
 def _evaluate(c, tau):
-    """q, q̇, q̈ of the polynomial with coefficients c (6, n) at τ (Horner)."""
-    q = c[5]
-    for j in (4, 3, 2, 1, 0):
-        q = q * tau + c[j]
-    qd = 5.0 * c[5]
-    for j in (4, 3, 2, 1):
-        qd = qd * tau + j * c[j]
-    qdd = 20.0 * c[5]
-    for j in (4, 3, 2):
-        qdd = qdd * tau + j * (j - 1) * c[j]
-    return q, qd, qdd
+    """q, q̇, q̈ of the polynomial with coefficients c (6, n) at τ: one (3, 6) @ (6, n)."""
+    t2, t3 = tau * tau, tau * tau * tau
+    powers = np.array([[1.0, tau, t2, t3, t2 * t2, t3 * t2],
+                       [0.0, 1.0, 2.0 * tau, 3.0 * t2, 4.0 * t3, 5.0 * t2 * t2],
+                       [0.0, 0.0, 2.0, 6.0 * tau, 12.0 * t2, 20.0 * t3]])
+    return powers @ c
 
 
 class _Plan:
@@ -136,6 +134,7 @@ class _Plan:
 
     def __init__(self, times, coefficients, final, previous=None, hold=False):
         self.times = times                  # (K+1,) absolute knot times
+        self._knots = [float(t) for t in times]
         self.coefficients = coefficients    # (K, 6, n)
         self.final = final                  # (n,) positions held after the end
         self.previous = previous
@@ -155,9 +154,8 @@ class _Plan:
         if len(self.coefficients) == 0 or t > self.times[-1]:
             zero = np.zeros_like(self.final)
             return self.final.copy(), zero, zero.copy()
-        k = int(np.clip(np.searchsorted(self.times, t, side='right') - 1,
-                        0, len(self.coefficients) - 1))
-        tau = min(max(t - self.times[k], 0.0), self.times[k + 1] - self.times[k])
+        k = min(max(bisect.bisect_right(self._knots, t) - 1, 0), len(self.coefficients) - 1)
+        tau = min(max(t - self._knots[k], 0.0), self._knots[k + 1] - self._knots[k])
         return _evaluate(self.coefficients[k], tau)
 
     def prune(self, now):
@@ -323,7 +321,7 @@ class JointTrajectorySampler:
                     f'({times[k - 1]} s); times must strictly increase')
             for field, values in fields.items():
                 values.append(self._vector(command, k, field, width, field == 'positions'))
-        arrays = {field: self._consistent(field, values) for field, values in fields.items()}
+        arrays = {field: self._array(command, field, values) for field, values in fields.items()}
         if arrays['accelerations'] is not None and arrays['velocities'] is None:
             raise TrajectoryRejected('points[0].accelerations: given without velocities')
         self._check_limits(arrays['positions'], columns)
@@ -341,15 +339,11 @@ class JointTrajectorySampler:
         if array.shape != (width,):
             raise TrajectoryRejected(f'points[{k}].{field}: {array.size} values for '
                                      f'{width} joints')
-        bad = np.flatnonzero(~np.isfinite(array))
-        if bad.size:
-            i = int(bad[0])
-            raise TrajectoryRejected(f'points[{k}].{field}[{i}] (joint '
-                                     f'{command.joint_names[i]!r}): not finite ({array[i]})')
         return array
 
     @staticmethod
-    def _consistent(field, values):
+    def _array(command, field, values):
+        """(m, c) array of one field: given for every point or for none, all finite."""
         given = [v is not None for v in values]
         if not any(given):
             return None
@@ -358,7 +352,13 @@ class JointTrajectorySampler:
             first = given.index(True)
             raise TrajectoryRejected(f'points[{k}].{field}: empty but points[{first}] has '
                                      f'{field}; give {field} for every point or for none')
-        return np.array(values)
+        array = np.array(values)
+        bad = np.argwhere(~np.isfinite(array))
+        if bad.size:
+            k, i = (int(x) for x in bad[0])
+            raise TrajectoryRejected(f'points[{k}].{field}[{i}] (joint '
+                                     f'{command.joint_names[i]!r}): not finite ({array[k, i]})')
+        return array
 
     def _check_limits(self, positions, columns):
         low, high = self.position_min[columns], self.position_max[columns]
@@ -432,14 +432,12 @@ def _segments(times, p, v, a, v_start, a_start):
     with (p, q̇); with positions only, knot q̇ and q̈ come from the C2 spline clamped at
     q̇ = v_start and q̇ = 0, except q̈ at knot 0 (a_start, the current reference) and at the
     last knot (zero: the reference comes to rest), so q̈ is continuous at both ends too."""
-    h = np.diff(times)
+    h = np.diff(times)[:, None]
     if len(h) == 0:
         return np.zeros((0, 6, p.shape[1]))
     if v is not None and a is None:
-        return np.stack([cubic_coefficients(p[k], v[k], p[k + 1], v[k + 1], h[k])
-                         for k in range(len(h))])
+        return cubic_coefficients(p[:-1], v[:-1], p[1:], v[1:], h)
     if v is None:
         v, a = clamped_spline_knots(times, p, v_start, np.zeros_like(v_start))
         a[0], a[-1] = a_start, 0.0
-    return np.stack([quintic_coefficients(p[k], v[k], a[k], p[k + 1], v[k + 1], a[k + 1], h[k])
-                     for k in range(len(h))])
+    return quintic_coefficients(p[:-1], v[:-1], a[:-1], p[1:], v[1:], a[1:], h)
