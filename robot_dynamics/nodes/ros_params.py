@@ -38,6 +38,11 @@ ROBOT_PARAMETERS = (
     ('payload.com', 'payload centre of mass in the last link frame [m]'),
     ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
                         '[kg m^2]'),
+    ('source', 'dh (default) or urdf'),
+    ('urdf', 'with source urdf: the URDF text'),
+    ('urdf_file', 'with source urdf: path of the URDF file (absolute)'),
+    ('base_link', 'with source urdf: first link of the chain'),
+    ('tip_link', 'with source urdf: last link of the chain'),
 )
 
 
@@ -64,12 +69,12 @@ def declare_robot(node):
     """Declare the `robot.*` parameters and build the model (warnings go to the log)."""
     for key, description in ROBOT_PARAMETERS:
         declare(node, 'robot.' + key, None, description, read_only=True)
-    known = {'robot.' + key for key, _ in ROBOT_PARAMETERS}
+    # Other robot.* keys of the parameter file are passed on too: RobotModel names the
+    # unknown ones in its error (or reads them, if it knows more keys than listed here).
     overrides = getattr(node, '_parameter_overrides', {}) or {}
     for name in sorted(overrides):
-        if name.startswith('robot.') and name not in known:
-            raise ConfigurationError(f'{name}: unknown parameter (known: '
-                                     f'{", ".join(sorted(k[6:] for k in known))})')
+        if name.startswith('robot.') and not node.has_parameter(name):
+            declare(node, name, None, 'robot model parameter', read_only=True)
     block = {key: parameter.value
              for key, parameter in node.get_parameters_by_prefix('robot').items()
              if parameter.type_ != Parameter.Type.NOT_SET}

@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import sys
+import time
 
 import numpy as np
 import rclpy
@@ -182,16 +183,19 @@ def build_nodes(args, context=None):
     return tuple(nodes)
 
 
-def run(args, context=None):
-    """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C); returns the
-    summary node (already destroyed nodes are not touched again)."""
+def run(args, context=None, wall_limit=None):
+    """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C, or `wall_limit`
+    wall seconds); returns (summary node, plant node), both already destroyed."""
     plant, controller, demo, summary = build_nodes(args, context)
+    start = time.monotonic()
     executor = SingleThreadedExecutor(context=context)
     for node in (plant, controller, demo, summary):
         executor.add_node(node)
     try:
         while rclpy.ok(context=context) and not plant.stopped:
             if args.duration is not None and plant.sim_time >= args.duration:
+                break
+            if wall_limit is not None and time.monotonic() - start > wall_limit:
                 break
             executor.spin_once(timeout_sec=0.1)
     finally:
