@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
+from robot_dynamics import dynamics
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -114,3 +116,18 @@ def random_state(rng, n, size=None):
 def rng():
     """A fixed-seed generator, fresh for every test (tests stay independent)."""
     return np.random.default_rng(20260522)
+
+
+@pytest.fixture(params=getattr(dynamics, 'BACKENDS', (None,)))
+def dynamics_backend(request):
+    """Runs the test once per backend of robot_dynamics.dynamics (generated kernels for
+    single states, readable reference algorithms), restoring the previous one afterwards."""
+    if request.param is None:
+        yield None
+        return
+    previous = dynamics.get_backend()
+    dynamics.set_backend(request.param)
+    try:
+        yield request.param
+    finally:
+        dynamics.set_backend(previous)

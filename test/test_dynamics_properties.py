@@ -81,7 +81,7 @@ TWO_LINK_TABLE = [  # digest A §3.4(a): q, q̇, q̈, τ as printed
 @pytest.mark.parametrize('impl', IMPLEMENTATIONS.values(), ids=IMPLEMENTATIONS.keys())
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 @pytest.mark.parametrize('row', TWO_LINK_TABLE)
-def test_two_link_arm_matches_printed_test_vectors(impl, convention, row):
+def test_two_link_arm_matches_printed_test_vectors(dynamics_backend, impl, convention, row):
     model = RobotModel.from_params(two_link_params(convention, **ARM))
     q, qd, qdd, tau = row
     np.testing.assert_allclose(impl(model, q, qd, qdd), tau, rtol=0.0, atol=1e-7)
@@ -89,7 +89,8 @@ def test_two_link_arm_matches_printed_test_vectors(impl, convention, row):
 
 @pytest.mark.parametrize('impl', IMPLEMENTATIONS.values(), ids=IMPLEMENTATIONS.keys())
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
-def test_two_link_arm_matches_closed_form_at_random_states(rng, impl, convention):
+def test_two_link_arm_matches_closed_form_at_random_states(rng, dynamics_backend, impl,
+                                                           convention):
     model = RobotModel.from_params(two_link_params(convention, **ARM))
     for _ in range(20):
         q, qd, qdd = random_state(rng, 2)
@@ -117,7 +118,7 @@ def craig_point_mass_params(convention, l1, l2, m1, m2):
 
 @pytest.mark.parametrize('impl', IMPLEMENTATIONS.values(), ids=IMPLEMENTATIONS.keys())
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
-def test_craig_example_6_6_point_masses_match_closed_form(rng, impl, convention):
+def test_craig_example_6_6_point_masses_match_closed_form(rng, dynamics_backend, impl, convention):
     l1, l2, m1, m2 = 0.7, 0.45, 2.5, 1.3
     model = RobotModel.from_params(craig_point_mass_params(convention, l1, l2, m1, m2))
     for _ in range(10):
@@ -153,7 +154,7 @@ def rp_polar_params(convention, izz1, m1, m2):
 
 @pytest.mark.parametrize('impl', IMPLEMENTATIONS.values(), ids=IMPLEMENTATIONS.keys())
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
-def test_rp_polar_arm_matches_closed_form(rng, impl, convention):
+def test_rp_polar_arm_matches_closed_form(rng, dynamics_backend, impl, convention):
     izz1, m1, m2 = 0.4, 3.0, 1.7
     model = RobotModel.from_params(rp_polar_params(convention, izz1, m1, m2))
     for _ in range(10):
@@ -185,7 +186,8 @@ def test_inverse_dynamics_equals_mass_matrix_times_qdd_plus_bias_forces(rng, con
                                      dynamics.forward_dynamics_mass_matrix])
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 @pytest.mark.parametrize('mask', MIXED_MASKS)
-def test_forward_dynamics_inverts_inverse_dynamics(rng, forward, convention, mask):
+def test_forward_dynamics_inverts_inverse_dynamics(rng, dynamics_backend, forward, convention,
+                                                   mask):
     model = _model(rng, convention=convention, mask=mask, friction=True, armature=True,
                    payload=True)
     q, qd, qdd = random_state(rng, model.n, size=8)
@@ -225,7 +227,7 @@ def test_mass_matrix_is_symmetric_positive_definite_on_random_chains(rng, conven
 
 @pytest.mark.filterwarnings('ignore::robot_dynamics.model.ModelWarning')  # textbook data
 @pytest.mark.parametrize('path', preset_paths(), ids=os.path.basename)
-def test_preset_forward_dynamics_inverts_inverse_dynamics(rng, path):
+def test_preset_forward_dynamics_inverts_inverse_dynamics(rng, dynamics_backend, path):
     model = RobotModel.from_yaml(path)
     q = _preset_configurations(model, rng, 10)
     _, qd, qdd = random_state(rng, model.n, size=10)
@@ -268,7 +270,8 @@ def _energy_rate(model, q, qd, qdd, h=1e-5):
 
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 @pytest.mark.parametrize('mask', MIXED_MASKS)
-def test_energy_rate_equals_power_of_joint_efforts_without_friction(rng, convention, mask):
+def test_energy_rate_equals_power_of_joint_efforts_without_friction(rng, dynamics_backend,
+                                                                    convention, mask):
     model = _model(rng, convention=convention, mask=mask, armature=True, payload=True)
     for _ in range(3):
         q, qd, qdd = random_state(rng, model.n)
@@ -278,7 +281,8 @@ def test_energy_rate_equals_power_of_joint_efforts_without_friction(rng, convent
 
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 @pytest.mark.parametrize('mask', MIXED_MASKS)
-def test_friction_dissipates_exactly_the_power_of_friction_torques(rng, convention, mask):
+def test_friction_dissipates_exactly_the_power_of_friction_torques(rng, dynamics_backend,
+                                                                   convention, mask):
     model = _model(rng, convention=convention, mask=mask, friction=True, armature=True)
     for _ in range(3):
         q, qd, qdd = random_state(rng, model.n)
@@ -505,7 +509,7 @@ def test_every_public_dynamics_function_is_covered_by_the_batch_test():
 
 @pytest.mark.parametrize('name', sorted(dynamics.__all__))
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
-def test_batch_results_equal_per_sample_results(rng, name, convention):
+def test_batch_results_equal_per_sample_results(rng, dynamics_backend, name, convention):
     model = _model(rng, convention=convention, mask=(0, 1, 0, 0, 1), friction=True,
                    armature=True, payload=True)
     B = 7

@@ -27,7 +27,8 @@ def _model(rng, convention, mask, **kwargs):
 
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 @pytest.mark.parametrize('mask', MASKS)
-def test_newton_euler_equals_lagrange_euler_on_random_chains(rng, convention, mask):
+def test_newton_euler_equals_lagrange_euler_on_random_chains(rng, dynamics_backend, convention,
+                                                             mask):
     model = _model(rng, convention, mask, friction=True, armature=True, payload=True)
     assert np.all(np.abs(model.theta) > 0.0) and np.all(np.abs(model.d) > 0.0)
     for _ in range(4):
@@ -40,7 +41,7 @@ def test_newton_euler_equals_lagrange_euler_on_random_chains(rng, convention, ma
 
 @pytest.mark.filterwarnings('ignore::robot_dynamics.model.ModelWarning')  # textbook data
 @pytest.mark.parametrize('path', preset_paths(), ids=os.path.basename)
-def test_newton_euler_equals_lagrange_euler_on_dh_preset(rng, path):
+def test_newton_euler_equals_lagrange_euler_on_dh_preset(rng, dynamics_backend, path):
     model = RobotModel.from_yaml(path)
     if model.dh_convention is None:
         pytest.skip('not a DH preset (the Lagrange reference reads the DH table)')

@@ -77,12 +77,14 @@ def test_negative_mass_is_named_with_its_index(block):
 
 
 def test_unknown_convention_is_refused(block):
-    _raises(dict(block, dh_convention='craig'), r"robot\.dh_convention: unknown convention 'craig'")
+    _raises(dict(block, dh_convention='craig'),
+            r"robot\.dh_convention: unknown convention 'craig'")
 
 
 @pytest.mark.parametrize('bad', ['continuous', 'Revolute', 'R'])
 def test_unknown_joint_type_is_named_with_its_index(block, bad):
-    _raises(_with(block, 'joint_types', 2, bad), rf"robot\.joint_types\[2\]: unknown joint type '{bad}'")
+    _raises(_with(block, 'joint_types', 2, bad),
+            rf"robot\.joint_types\[2\]: unknown joint type '{bad}'")
 
 
 @pytest.mark.parametrize('bad', [[], 'revolute'])
