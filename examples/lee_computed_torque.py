@@ -126,7 +126,7 @@ def print_sweep(table):
     print()
 
 
-def write_figure(path, perfect, loaded, duration):
+def write_figure(path, perfect, loaded, loaded_title, duration):
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -136,7 +136,7 @@ def write_figure(path, perfect, loaded, duration):
         return None
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharex=True)
     cases = ((axes[0], perfect['ct'][1], 'computed torque, perfect model'),
-             (axes[1], loaded['ct'][1], f'computed torque, {PAYLOAD["mass"]} kg payload'),
+             (axes[1], loaded['ct'][1], loaded_title),
              (axes[2], perfect['pdg'][1], 'PD + gravity comp., perfect model'))
     for ax, result, title in cases:
         for i in range(6):
@@ -202,15 +202,19 @@ def main(argv=None):
         print(f'RK4 step check: halving h changes the computed-torque errors by at most '
               f'{change:.1e} (relative)\n')
         results['step_change'] = change
-        sweep = rate_sweep(model, (1.0, 2.0, 3.0, 4.0, 6.0), (100.0, 200.0, 1000.0),
+        sweep = rate_sweep(model, (1.0, 2.0, 4.0, 6.0, 8.0), (100.0, 200.0, 1000.0),
                            plant_step)
     else:
         sweep = rate_sweep(model, (duration,), (200.0,), CONTROL_PERIOD / 2.0)
     print_sweep(sweep)
     results['sweep'] = sweep
     if not args.no_figure:
+        shown, title = ((loaded, f'computed torque, {PAYLOAD["mass"]:g} kg payload')
+                        if args.short else (loaded_driven, f'computed torque, '
+                                            f'{PAYLOAD["mass"]:g} kg payload, motor inertia'))
         results['figure'] = write_figure(
-            os.path.join(args.figure_dir, 'lee_tracking_error.png'), perfect, loaded, duration)
+            os.path.join(args.figure_dir, 'lee_tracking_error.png'), perfect, shown, title,
+            duration)
     return results
 
 
