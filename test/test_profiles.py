@@ -1,8 +1,8 @@
 """[SAS] trapezoid and quintic point-to-point profiles (digest B §2.7, oracle O10)."""
 
+from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
 
 from robot_dynamics.profiles import PROFILES, quintic, sample_profile, trapezoid
 

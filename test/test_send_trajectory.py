@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-
 rclpy = pytest.importorskip('rclpy')
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402

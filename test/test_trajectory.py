@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from robot_dynamics.trajectory import (
-    JointTrajectorySampler, TrajectoryCommand, TrajectoryPoint, TrajectoryRejected,
-    clamped_spline_knots, cubic_coefficients, quintic_coefficients)
+    clamped_spline_knots, cubic_coefficients, JointTrajectorySampler, quintic_coefficients,
+    TrajectoryCommand, TrajectoryPoint, TrajectoryRejected)
 
 JOINTS = ('j1', 'j2', 'j3')
 Q0 = np.array([0.1, -0.4, 0.8])
@@ -206,6 +206,29 @@ def test_future_start_lets_the_running_trajectory_continue_until_then():
     np.testing.assert_allclose(s.sample(NOW + 2.1).positions, Q0, atol=1e-12)
 
 
+def test_later_future_start_lets_an_earlier_waiting_trajectory_run_until_then():
+    s = sampler()
+    first = sampler()
+    first.accept(command([1.0], [P[0]], start=NOW + 1.0), NOW)
+    s.accept(command([1.0], [P[0]], start=NOW + 1.0), NOW)
+    s.accept(command([1.0], [P[1]], start=NOW + 1.5), NOW + 0.1)
+    for t in np.linspace(NOW, NOW + 1.5, 9):
+        np.testing.assert_allclose(state(s, t), state(first, t), atol=1e-12)
+    np.testing.assert_allclose(s.sample(NOW + 2.5).positions, P[1], atol=1e-12)
+    np.testing.assert_allclose(s.goal_positions, P[1])
+
+
+def test_many_replacements_keep_sampling_cheap_and_correct():
+    s = sampler()
+    for k in range(300):
+        s.accept(command([0.5], [Q0 + 0.001 * k], start=NOW + k * 0.01 + 0.005), NOW + k * 0.01)
+    depth, plan = 0, s._plan
+    while plan is not None:
+        depth, plan = depth + 1, plan.previous
+    assert depth <= 2                           # replaced plans whose time has passed are dropped
+    np.testing.assert_allclose(s.sample(NOW + 10.0).positions, Q0 + 0.299, atol=1e-12)
+
+
 def test_trajectory_that_ends_in_the_past_is_rejected():
     s = sampler()
     with pytest.raises(TrajectoryRejected, match='start_time.*past'):
@@ -276,6 +299,14 @@ def test_empty_trajectory_stops_at_the_current_reference_position():
         np.testing.assert_allclose(r.positions, where)
         assert not r.velocities.any() and not r.accelerations.any()
     np.testing.assert_allclose(s.goal_positions, where)
+
+
+def test_empty_trajectory_also_cancels_a_trajectory_waiting_to_start():
+    s = sampler()
+    s.accept(command(TIMES, P, start=NOW + 1.0), NOW)
+    s.accept(TrajectoryCommand(('unknown',), ()), NOW + 0.5)
+    assert s.status(NOW + 5.0) == 'holding'
+    np.testing.assert_allclose(s.sample(NOW + 5.0).positions, Q0)
 
 
 # --- partial goals ---------------------------------------------------------------------------
