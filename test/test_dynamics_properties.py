@@ -483,6 +483,60 @@ def test_gravity_torques_are_linear_in_the_gravity_vector(rng):
     np.testing.assert_allclose(gravity(np.zeros(3)), 0.0, atol=0.0)
 
 
+def test_static_payload_equals_the_wrench_of_holding_its_weight(rng):
+    """At rest, a payload of mass m with centre c (last link frame) costs the same efforts
+    as the tip exerting the holding force f = −m g on its environment at c: wrench
+    [Rᵀf; c × Rᵀf] in the last link frame (the documented wrench convention)."""
+    block = random_chain_params(rng, 5, 'modified', (0, 1, 0, 0, 1))
+    bare = RobotModel.from_params(block)
+    m, c = 2.5, np.array([0.05, -0.1, 0.2])
+    loaded = bare.with_payload(m, c, np.zeros((3, 3)))
+    q, _, _ = random_state(rng, 5, size=4)
+    zero = np.zeros_like(q)
+    R = dynamics.forward_kinematics(bare, q)[:, -1, :3, :3]
+    f = np.einsum('bji,j->bi', R, -m * bare.gravity)
+    wrench = np.hstack((f, np.cross(c, f)))
+    np.testing.assert_allclose(dynamics.gravity_torques(loaded, q),
+                               dynamics.inverse_dynamics(bare, q, zero, zero, wrench=wrench),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_with_payload_equals_a_model_built_with_that_payload(rng):
+    block = random_chain_params(rng, 4, 'standard', (0, 0, 1, 0), payload=True)
+    built = RobotModel.from_params(block)
+    bare = RobotModel.from_params({k: v for k, v in block.items() if k != 'payload'})
+    pl = block['payload']
+    copied = bare.with_payload(pl['mass'], pl['com'], pl['inertia'])
+    q, qd, qdd = random_state(rng, 4, size=5)
+    np.testing.assert_allclose(dynamics.inverse_dynamics(copied, q, qd, qdd),
+                               dynamics.inverse_dynamics(built, q, qd, qdd), atol=1e-12)
+    assert bare.payload.mass == 0.0                  # the original is unchanged
+    assert np.max(np.abs(dynamics.inverse_dynamics(bare, q, qd, qdd)
+                         - dynamics.inverse_dynamics(built, q, qd, qdd))) > 1e-3
+
+
+def test_vertical_prismatic_joint_at_rest_carries_the_weight_of_everything_after_it(rng):
+    """Digest A §1.11(d): joint 1 slides along z_0 (vertical); at rest τ_1 = Σ m · |g|."""
+    for convention in ('standard', 'modified'):
+        block = random_chain_params(rng, 4, convention, (1, 0, 1, 0), payload=True)
+        if convention == 'modified':
+            block['alpha'][0] = 0.0                  # modified row 1: z_1 parallel to z_0
+        model = RobotModel.from_params(block)
+        q, _, _ = random_state(rng, 4, size=3)
+        total = sum(block['mass']) + block['payload']['mass']
+        np.testing.assert_allclose(dynamics.gravity_torques(model, q)[:, 0], total * 9.81,
+                                   rtol=1e-12)
+
+
+def test_first_joint_about_the_vertical_feels_no_gravity(rng):
+    """Digest B O17: a revolute joint 1 about z_0 with gravity along −z_0 has G_1 = 0."""
+    model = _model(rng, convention='standard', mask=(0, 1, 0, 0, 1), payload=True)
+    q, _, _ = random_state(rng, 5, size=10)
+    np.testing.assert_allclose(dynamics.gravity_torques(model, 3.0 * q)[:, 0], 0.0,
+                               atol=1e-12)
+    assert np.max(np.abs(dynamics.gravity_torques(model, 3.0 * q)[:, 1:])) > 1e-2
+
+
 # ------------------------------------------------------------------ batches
 
 
