@@ -154,7 +154,7 @@ def timing_table(model, repeats, number):
     rng = np.random.default_rng(1)
     q, qd, q_ref, qd_ref, qdd_ref = rng.uniform(-1.0, 1.0, (5, model.n))
     rnea = codegen.kernel(model, 'rnea')
-    args = (tuple(q), tuple(qd), tuple(qdd_ref))
+    args = tuple(tuple(map(float, v)) for v in (q, qd, qdd_ref))  # floats, not np.float64
     t_law = median_time(lambda: law.effort(q, qd, q_ref, qd_ref, qdd_ref), repeats, number)
     t_kernel = median_time(lambda: rnea(*args), repeats, number)
     pdp = 690 * (PDP_MUL + PDP_FETCH) + 621 * (PDP_ADD + PDP_FETCH)
