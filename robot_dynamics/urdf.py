@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_dynamics.model import (
-    Chain, ModelWarning, PER_JOINT_OPTIONAL, URDF_KEYS, DEFAULT_GRAVITY, RobotModel,
+    Chain, DEFAULT_GRAVITY, ModelWarning, PER_JOINT_OPTIONAL, RobotModel, URDF_KEYS,
     combine_bodies, inertia_from_urdf6, transform)
 
 __all__ = ['parse_urdf', 'model_from_urdf', 'model_from_params', 'model_to_urdf',
@@ -217,7 +217,21 @@ def parse_urdf(text):
                              f'({parent_joint[joint.child].name!r}, {joint.name!r})')
         joints[joint.name] = joint
         parent_joint[joint.child] = joint
+    _check_tree(links, parent_joint)
     return UrdfRobot(root.get('name', ''), links, joints, parent_joint)
+
+
+def _check_tree(links, parent_joint):
+    """Every link reaches a root by following parent joints (no kinematic loops)."""
+    rooted = {name for name in links if name not in parent_joint}
+    for name in links:
+        seen = []
+        while name not in rooted:
+            if name in seen:
+                raise ValueError(f'URDF: the joints form a loop through links {seen}')
+            seen.append(name)
+            name = parent_joint[name].parent
+        rooted.update(seen)
 
 
 def read_urdf_file(path):
