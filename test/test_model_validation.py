@@ -286,6 +286,22 @@ def test_from_yaml_string_number_is_refused_naming_the_key(tmp_path, block):
         RobotModel.from_yaml(path)
 
 
+def test_integers_are_accepted_as_floats(block, rng):
+    as_ints = dict(block, mass=[1, 2, 3], gravity=[0, 0, -10])
+    as_floats = dict(block, mass=[1.0, 2.0, 3.0], gravity=[0.0, 0.0, -10.0])
+    _same_dynamics(RobotModel.from_params(as_ints), RobotModel.from_params(as_floats), rng)
+
+
+def test_to_params_survives_a_yaml_file_round_trip_with_tiny_values(tmp_path, rng):
+    """PyYAML writes 4e-05 as `4.0e-05`, which it reads back as a float."""
+    block = random_chain_params(rng, 3, 'modified', (0, 1, 0), friction=True, payload=True)
+    block['viscous_friction'][0] = 4e-05
+    model = RobotModel.from_params(block)
+    path = _write(tmp_path, {'/**': {'ros__parameters': {'robot': model.to_params()}}})
+    assert '4.0e-05' in path.read_text(encoding='utf-8')
+    _same_dynamics(RobotModel.from_yaml(path), model, rng)
+
+
 def test_model_arrays_are_read_only(block):
     model = RobotModel.from_params(block)
     for array in (model.a, model.mass, model.inertia, model.chain.com):
