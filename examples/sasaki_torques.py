@@ -93,11 +93,11 @@ def print_tables(model, kin, labels, tau, static):
     print('Joint torques along the move [N m] (inverse dynamics, g = 9.8 m/s^2)')
     print(f'{"t":<8}' + ''.join(f'{"tau" + str(i + 1):>10}' for i in range(6)))
     for label, row in zip(labels, tau):
-        print(f'{label:<8}' + ''.join(f'{v:10.3f}' for v in row))
+        print(f'{label:<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
     for label, row in static.items():
-        print(f'{"g(" + label + ")":<8}' + ''.join(f'{v:10.3f}' for v in row))
+        print(f'{"g(" + label + ")":<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
     for label, row in DIGEST_STATIC.items():
-        print(f'{"digest " + label:<8}' + ''.join(f'{v:10.3f}' for v in row))
+        print(f'{"digest " + label:<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
     print('(g(A), g(B): static gravity torques; "digest": the same quantity computed '
           'independently in digest B §2.8)\n')
 
