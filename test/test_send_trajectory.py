@@ -24,10 +24,10 @@ GUARD = 60.0                                    # seconds; a hang guard, not an 
 
 
 @pytest.fixture
-def ros():
+def ros(monkeypatch):
     """A private rclpy context and node on this process's domain, destroyed afterwards."""
-    os.environ['ROS_DOMAIN_ID'] = str(DOMAIN_ID)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(DOMAIN_ID))
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=DOMAIN_ID)
     node = rclpy.create_node('send_trajectory_test', context=context)
