@@ -48,7 +48,7 @@ from robot_dynamics.model import (
     combine_bodies, inertia_from_urdf6, transform)
 
 __all__ = ['parse_urdf', 'model_from_urdf', 'model_from_params', 'model_to_urdf',
-           'read_urdf_file', 'UrdfRobot']
+           'urdf_from_parameter_file', 'read_urdf_file', 'UrdfRobot']
 
 MOVABLE = ('revolute', 'continuous', 'prismatic')
 UNSUPPORTED = ('floating', 'planar')
@@ -516,8 +516,14 @@ def model_from_params(block):
 # ---------------------------------------------------------------------- export
 
 
+def _num(value):
+    """Shortest exact text of a float; rounding noise below 1e-14 (and -0.0) as 0.0."""
+    value = float(value)
+    return repr(value if abs(value) >= 1e-14 else 0.0)
+
+
 def _fmt(values):
-    return ' '.join(repr(float(v)) for v in values)
+    return ' '.join(_num(v) for v in values)
 
 
 def _origin_element(parent, R, p):
@@ -557,11 +563,11 @@ def _limit_element(joint_el, model, i, kind):
 def _inertial_element(link, mass, com, inertia):
     inertial = ET.SubElement(link, 'inertial')
     ET.SubElement(inertial, 'origin', xyz=_fmt(com), rpy='0.0 0.0 0.0')
-    ET.SubElement(inertial, 'mass', value=repr(float(mass)))
+    ET.SubElement(inertial, 'mass', value=_num(mass))
     keys = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
     values = (inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2],
               inertia[2, 2])
-    ET.SubElement(inertial, 'inertia', **{k: repr(float(v)) for k, v in zip(keys, values)})
+    ET.SubElement(inertial, 'inertia', **{k: _num(v) for k, v in zip(keys, values)})
 
 
 def _next_joint_point(chain, i):
@@ -626,3 +632,38 @@ def _rz_tz(theta, d):
     c, s = math.cos(theta), math.sin(theta)
     return np.array([[c, -s, 0.0, 0.0], [s, c, 0.0, 0.0], [0.0, 0.0, 1.0, d],
                      [0.0, 0.0, 0.0, 1.0]])
+
+
+def urdf_from_parameter_file(path, node_name=None, robot_name=None):
+    """The URDF of the model in a ROS 2 parameter file, joints named by its `joints` list
+    (e.g. for a launch file that starts robot_state_publisher with it)."""
+    import yaml
+    with open(path, encoding='utf-8') as stream:
+        document = yaml.safe_load(stream)
+    joints = None
+    for section in ('/**', node_name):
+        params = (document.get(section) or {}).get('ros__parameters') or {} if section else {}
+        joints = params.get('joints', joints)
+    model = RobotModel.from_yaml(path, node_name)
+    name = robot_name or os.path.splitext(os.path.basename(str(path)))[0]
+    return model_to_urdf(model, joints, robot_name=name)
+
+
+def main(argv=None):
+    """``python -m robot_dynamics.urdf PARAMETER_FILE [ROBOT_NAME]``: print the URDF."""
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if not 1 <= len(args) <= 2 or args[0].startswith('-'):
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    try:
+        print(urdf_from_parameter_file(args[0], robot_name=args[1] if len(args) > 1 else None),
+              end='')
+    except (OSError, ValueError) as error:
+        print(f'error: {error}', file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

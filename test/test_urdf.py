@@ -20,7 +20,8 @@ import yaml
 from conftest import preset_paths, random_chain_params, random_state
 from robot_dynamics import dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import matrix_rpy, model_from_urdf, model_to_urdf, rpy_matrix
+from robot_dynamics.urdf import (main, matrix_rpy, model_from_urdf, model_to_urdf, rpy_matrix,
+                                 urdf_from_parameter_file)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'test', 'data')
@@ -119,6 +120,31 @@ def test_round_trip_keeps_finite_limits_and_unlimited_revolute_becomes_continuou
     back = model_from_urdf(text)
     for key in ('position_min', 'position_max', 'velocity_max', 'effort_max'):
         np.testing.assert_array_equal(getattr(back, key), getattr(model, key))
+
+
+@pytest.mark.filterwarnings('ignore::robot_dynamics.model.ModelWarning')
+def test_urdf_of_a_parameter_file_names_joints_after_its_joints_list(tmp_path, rng):
+    params = random_chain_params(rng, 3, 'modified', prismatic_mask=[0, 0, 1])
+    names = ['waist', 'shoulder', 'slide']
+    path = tmp_path / 'arm.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {'joints': names,
+                                                                'robot': params}}}))
+    text = urdf_from_parameter_file(path)
+    assert ET.fromstring(text).get('name') == 'arm'
+    back = model_from_urdf(text)
+    assert back.joint_names == tuple(names)
+    assert_same_dynamics(RobotModel.from_params(params), back, rng)
+
+
+def test_command_line_prints_urdf_and_reports_bad_input(tmp_path, capsys):
+    assert main([]) == 2
+    assert main([str(tmp_path / 'missing.yaml')]) == 1
+    assert 'error:' in capsys.readouterr().err
+    if preset_paths():
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', ModelWarning)
+            assert main([preset_paths()[0], 'demo']) == 0
+        assert ET.fromstring(capsys.readouterr().out).get('name') == 'demo'
 
 
 def test_export_writes_large_finite_limits_when_the_model_has_none(rng):
