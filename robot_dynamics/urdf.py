@@ -530,7 +530,10 @@ def _origin_element(parent, R, p):
     ET.SubElement(parent, 'origin', xyz=_fmt(p), rpy=_fmt(matrix_rpy(R)))
 
 
-def _cylinder_between(link, start, end, radius, rgba):
+COLOURS = {'base': '0.5 0.5 0.5 1', 'joint': '0.2 0.4 0.8 1', 'link': '0.9 0.5 0.1 1'}
+
+
+def _cylinder_between(link, start, end, radius, colour):
     """A visual cylinder from `start` to `end` (link frame); nothing if they coincide."""
     start, end = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
     length = float(np.linalg.norm(end - start))
@@ -540,12 +543,13 @@ def _cylinder_between(link, start, end, radius, rgba):
     _origin_element(visual, axis_rotation((end - start) / length), (start + end) / 2.0)
     ET.SubElement(ET.SubElement(visual, 'geometry'), 'cylinder', radius=repr(radius),
                   length=repr(length))
-    ET.SubElement(ET.SubElement(visual, 'material', name=f'rgba {rgba}'), 'color', rgba=rgba)
+    ET.SubElement(ET.SubElement(visual, 'material', name=f'robot_dynamics_{colour}'), 'color',
+                  rgba=COLOURS[colour])
 
 
 def _joint_visual(link, radius):
     _cylinder_between(link, (0.0, 0.0, -2.0 * radius), (0.0, 0.0, 2.0 * radius),
-                      1.5 * radius, '0.2 0.4 0.8 1')
+                      1.5 * radius, 'joint')
 
 
 def _limit_element(joint_el, model, i, kind):
@@ -596,7 +600,7 @@ def model_to_urdf(model, joint_names=None, robot_name='robot', radius=0.03):
     robot = ET.Element('robot', name=robot_name)
     base = ET.SubElement(robot, 'link', name='base_link')
     _cylinder_between(base, (0.0, 0.0, 0.0), chain.p0[0] + chain.R0[0][:, 2] * (
-        0.0 if chain.prismatic[0] else chain.d0[0]), radius, '0.5 0.5 0.5 1')
+        0.0 if chain.prismatic[0] else chain.d0[0]), radius, 'base')
     parent = 'base_link'
     for i in range(n):
         kind = 'prismatic' if chain.prismatic[i] else (
@@ -617,7 +621,7 @@ def model_to_urdf(model, joint_names=None, robot_name='robot', radius=0.03):
         _inertial_element(link, chain.mass[i], chain.com[i], chain.inertia[i])
         _joint_visual(link, radius)
         _cylinder_between(link, (0.0, 0.0, 0.0), _next_joint_point(chain, i), radius,
-                          '0.9 0.5 0.1 1')
+                          'link')
         parent = f'link_{i + 1}'
     tip = ET.SubElement(robot, 'joint', name='tool0_joint', type='fixed')
     ET.SubElement(tip, 'parent', link=parent)
