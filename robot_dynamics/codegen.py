@@ -459,10 +459,10 @@ def omega_matrix(w, wd):
 def rnea_choices(model, **kwargs):
     """Per link, whether the centre-of-mass form of the body wrench is cheaper than the
     origin form (fewest multiplications, then additions), by coordinate search; models
-    with more than 12 links keep the centre-of-mass form everywhere."""
+    with more than 8 links keep the centre-of-mass form everywhere (the search is O(n²))."""
     n = model.n
     best = [True] * n
-    if n > 12:
+    if n > 8:
         return best
     cost = _traced_cost(model, best, **kwargs)
     for i in range(n):
@@ -709,10 +709,20 @@ def _compile(model, name, mode, cache):
         namespace['aba'] = kernel(model, 'aba', mode)
     text = cache.get(('source', name))
     if text is None:
-        text = cache[('source', name)] = source(model, name)
+        try:
+            text = cache[('source', name)] = source(model, name)
+        except ZeroDivisionError:
+            return _singular
+
     code = compile(text, f'<robot_dynamics.codegen {name} {model!r}>', 'exec')
     exec(code, namespace)  # noqa: S102 - our own generated source, nothing external
     return namespace[name]
+
+
+def _singular(*args):
+    """Stands in for a kernel whose model divides by a constant zero (e.g. an ABA pivot
+    D = 0 of a massless, inertia-free, armature-free last link); callers fall back."""
+    raise ZeroDivisionError('codegen: a constant divisor of this model is zero')
 
 
 # ---------------------------------------------------------------------- operation counts

@@ -49,11 +49,14 @@ def get_backend():
 set_backend(os.environ.get('ROBOT_DYNAMICS_BACKEND', 'generated'))
 
 
+_F64 = np.dtype(float)
+
+
 def _floats(n, value):
     """One state as a list of n Python floats, or None if it is anything else (a batch,
     another dtype, a wrong shape: those take the general path with its error messages)."""
     if type(value) is np.ndarray:
-        if value.shape == (n,) and value.dtype == np.float64:
+        if value.dtype == _F64 and value.shape == (n,):
             return value.tolist()
         return None
     if type(value) in (list, tuple) and len(value) == n \
@@ -63,21 +66,35 @@ def _floats(n, value):
 
 
 def _generated_single(model, name, states, wrench=None):
-    """The generated kernel on one state given as floats, or None if it does not apply."""
+    """The generated kernel on one state given as floats, or None if it does not apply.
+    A non-finite result (NaN/inf inputs, singular inertia) is recomputed by the reference
+    path, so that such inputs keep the reference semantics exactly."""
     n = model.n
-    values = [_floats(n, x) for x in states]
+    values = []
+    for x in states:
+        if type(x) is np.ndarray and x.dtype == _F64 and x.shape == (n,):
+            values.append(x.tolist())
+        else:
+            x = _floats(n, x)
+            if x is None:
+                return None
+            values.append(x)
     if wrench is not None:
         values.append(_floats(6, wrench))
         name += '_wrench'
-    if None in values:
-        return None
-    total = sum(sum(x) for x in values)
-    if not math.isfinite(total):                 # NaN/inf: reference semantics
-        return None
+        if values[-1] is None:
+            return None
+    kernels = model.__dict__.get('_kernels')
+    fn = kernels.get((name, 'scalar')) if kernels else None
+    if fn is None:
+        fn = codegen.kernel(model, name)
     try:
-        return np.array(codegen.kernel(model, name)(*values))
-    except ZeroDivisionError:                    # singular inertia: reference semantics
+        out = fn(*values)
+    except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
         return None
+    if not math.isfinite(sum(out)):
+        return None
+    return np.array(out)
 
 
 def _generated_batch(model, name, arrays, wrench=None):
@@ -93,7 +110,10 @@ def _generated_batch(model, name, arrays, wrench=None):
             return np.array(codegen.kernel(model, name)(*(a[0].tolist() for a in arrays)))[None]
         except ZeroDivisionError:
             return None
-    columns = codegen.kernel(model, name, 'array')(*(a.T for a in arrays))
+    try:
+        columns = codegen.kernel(model, name, 'array')(*(a.T for a in arrays))
+    except ZeroDivisionError:
+        return None
     out = np.empty((size, len(columns)))
     for j, column in enumerate(columns):
         out[:, j] = column

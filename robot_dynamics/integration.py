@@ -40,11 +40,13 @@ def _rk4_generated(model, q, qd, tau, dt):
     values = [dynamics._floats(n, x) for x in (q, qd, tau)]
     if None in values or type(dt) not in (float, int):
         return None
-    if not math.isfinite(sum(sum(x) for x in values) + dt):
-        return None
+    kernels = model.__dict__.get('_kernels')
+    fn = kernels.get(('rk4', 'scalar')) if kernels else None
+    if fn is None:
+        fn = codegen.kernel(model, 'rk4')
     try:
-        q_next, qd_next = codegen.kernel(model, 'rk4')(*values, dt)
-    except ZeroDivisionError:
+        q_next, qd_next = fn(*values, dt)
+    except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
         return None
     if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
         return None
