@@ -213,7 +213,8 @@ class PlantSimulator(Node):
             self.stopped = True
             self._timer.cancel()
             self.get_logger().error(
-                f'state diverged at t = {self.sim_time:.4f} s (joint {self.joints[bad[0]]}: '
+                f'state diverged in the step from t = {self._plant_time():.4f} s (joint '
+                f'{self.joints[bad[0]]}: '
                 f'q = {q[bad[0]]}, qd = {qd[bad[0]]}); integration stopped, nothing more is '
                 'published')
             return
