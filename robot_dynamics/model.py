@@ -23,6 +23,7 @@ such a model has no DH table (``a``, ``alpha``, ``d``, ``theta``, ``dh_conventio
 """
 
 import math
+import re
 import os
 import warnings
 from dataclasses import dataclass
@@ -41,6 +42,21 @@ PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
              'lock_side_joints')
+
+
+class ParameterFileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 floats: ``4e-05`` and ``1E3`` are numbers, as
+    rcl's parameter-file parser reads them (PyYAML alone would return the string '4e-05')."""
+
+
+ParameterFileLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'''^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$''', re.X),
+    list('-+0123456789.'))
 
 
 class ModelWarning(UserWarning):
@@ -230,7 +246,7 @@ class RobotModel:
         """Read the `robot` block of a ROS 2 parameter file: the one under ``/**``,
         overridden key by key by the section of `node_name` when given."""
         with open(path, encoding='utf-8') as stream:
-            document = yaml.safe_load(stream)
+            document = yaml.load(stream, Loader=ParameterFileLoader)
         block = robot_block_from_document(document, node_name, str(path))
         urdf_file = block.get('urdf_file')
         if isinstance(urdf_file, str) and urdf_file and not (

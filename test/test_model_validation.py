@@ -276,13 +276,22 @@ def test_from_yaml_without_robot_block_names_the_expected_location(tmp_path):
         RobotModel.from_yaml(path)
 
 
-def test_from_yaml_string_number_is_refused_naming_the_key(tmp_path, block):
-    """PyYAML reads `4e-05` (no dot) as a string; the error must name the field."""
+def test_from_yaml_reads_exponent_without_dot_as_a_number(tmp_path, block):
+    """PyYAML alone reads `4e-05` (no dot) as a string; rcl's parameter-file parser reads a
+    double, so from_yaml must too."""
     text = yaml.safe_dump({'/**': {'ros__parameters': {'robot': block}}})
     text = re.sub(r'mass:\n(\s*)- [^\n]+\n', r'mass:\n\1- 4e-05\n', text, count=1)
     path = tmp_path / 'robot.yaml'
     path.write_text(text, encoding='utf-8')
-    with pytest.raises(ValueError, match=r"robot\.mass\[0\]: expected a number, got '4e-05'"):
+    assert RobotModel.from_yaml(path).mass[0] == 4e-05
+
+
+def test_from_yaml_quoted_number_is_refused_naming_the_key(tmp_path, block):
+    text = yaml.safe_dump({'/**': {'ros__parameters': {'robot': block}}})
+    text = re.sub(r'mass:\n(\s*)- [^\n]+\n', "mass:\n\\1- '4.0'\n", text, count=1)
+    path = tmp_path / 'robot.yaml'
+    path.write_text(text, encoding='utf-8')
+    with pytest.raises(ValueError, match=r"robot\.mass\[0\]: expected a number, got '4.0'"):
         RobotModel.from_yaml(path)
 
 
