@@ -44,6 +44,9 @@ def _random_models():
                                         armature=True, payload=True)
             params.append(pytest.param(RobotModel.from_params(block),
                                        id=f'{convention}-{label}'))
+        bare = random_chain_params(rng, 5, convention, [0, 1, 0, 0, 1])   # no armature:
+        params.append(pytest.param(RobotModel.from_params(bare),          # exact-zero ABA
+                                   id=f'{convention}-RPRRP-rigid'))
     return params
 
 
