@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Fresh-machine quick start (Python 3.10+, standard library only).
+
+    python3 tools/dev.py sim  [--duration 5] [--distro kilted|jazzy] [-- sim options]
+    python3 tools/dev.py test [--distro kilted|jazzy] [-- pytest options]
+
+Creates .venv-<distro> in the repository if it is missing (rclpy and the message packages
+come from PyPI as ros-<distro>-* wheels for CPython 3.10-3.12; no ROS install, no
+sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`sim`) or the
+test suite (`test`, which ends with pytest's summary line; no tests collected is a failure).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DISTROS = ('kilted', 'jazzy')
+SUPPORTED = ((3, 10), (3, 11), (3, 12))     # CPython versions with ros-<distro>-* wheels
+MARKER = 'robot_dynamics-requirements.txt'
+# pytest's last line, e.g. '==== 3 passed, 1 skipped in 2.1s ====' (without '=' under -q)
+SUMMARY = re.compile(r'^((\d+ \w+,? ?)+|no tests ran) in [0-9.]+s( \([0-9:]+\))?$')
+
+
+def requirements(distro):
+    ros = [f'ros-{distro}-rclpy[fastrtps]'] + [
+        f'ros-{distro}-{name}' for name in ('sensor-msgs', 'trajectory-msgs', 'std-msgs',
+                                            'rosgraph-msgs')]
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis']
+
+
+def base_python():
+    """A CPython 3.10-3.12 interpreter to create the venv with."""
+    if sys.version_info[:2] in SUPPORTED:
+        return sys.executable
+    for version in reversed(SUPPORTED):
+        found = shutil.which('python%d.%d' % version)
+        if found:
+            return found
+    sys.exit('dev.py: ROS wheels on PyPI need CPython 3.10, 3.11 or 3.12; this is '
+             f'{sys.version.split()[0]} and no python3.10-3.12 is on PATH')
+
+
+def venv_python(venv):
+    return os.path.join(venv, 'Scripts' if os.name == 'nt' else 'bin', 'python')
+
+
+def ensure_venv(distro):
+    """.venv-<distro> with the requirements installed (once; re-done if they change)."""
+    venv = os.path.join(REPO, f'.venv-{distro}')
+    wanted = '\n'.join(requirements(distro)) + '\n'
+    marker = os.path.join(venv, MARKER)
+    if os.path.exists(marker) and open(marker, encoding='utf-8').read() == wanted:
+        return venv_python(venv)
+    if not os.path.exists(venv_python(venv)):
+        print(f'dev.py: creating {venv}', flush=True)
+        subprocess.run([base_python(), '-m', 'venv', venv], check=True)
+    print(f'dev.py: installing {" ".join(requirements(distro))}', flush=True)
+    subprocess.run([venv_python(venv), '-m', 'pip', 'install', '--upgrade', 'pip'],
+                   check=True)
+    subprocess.run([venv_python(venv), '-m', 'pip', 'install', *requirements(distro)],
+                   check=True)
+    with open(marker, 'w', encoding='utf-8') as stream:
+        stream.write(wanted)
+    return venv_python(venv)
+
+
+def environment():
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [REPO, env.get('PYTHONPATH')]))
+    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    return env
+
+
+def run_sim(python, options):
+    command = [python, '-m', 'robot_dynamics.nodes.sim']
+    if options.duration is not None:
+        command += ['--duration', str(options.duration)]
+    return subprocess.run(command + options.extra, cwd=REPO, env=environment()).returncode
+
+
+def run_tests(python, options):
+    """pytest on test/, streamed; its summary line repeated at the end."""
+    process = subprocess.Popen([python, '-m', 'pytest', 'test', *options.extra], cwd=REPO,
+                               env=environment(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, bufsize=1)
+    summary = None
+    for line in process.stdout:
+        sys.stdout.write(line)
+        text = line.strip().strip('=').strip()
+        if SUMMARY.match(text):
+            summary = text
+    code = process.wait()
+    print(f'dev.py test ({options.distro}): {summary or "no pytest summary line"}')
+    if code == 5:
+        print('dev.py: pytest collected no tests; treated as a failure')
+        return 1
+    return code
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog='dev.py', description=__doc__.split('\n')[0])
+    parser.add_argument('command', choices=('sim', 'test'))
+    parser.add_argument('--distro', choices=DISTROS, default='kilted')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='sim: simulated seconds, then print a tracking summary')
+    parser.add_argument('--python', default=None,
+                        help='use this interpreter (with the requirements installed) '
+                        'instead of .venv-<distro>')
+    argv = list(argv)
+    extra = argv[argv.index('--') + 1:] if '--' in argv else []
+    options = parser.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
+    options.extra = extra       # after --: passed to sim or pytest
+    return options
+
+
+def main(argv=None):
+    options = parse(sys.argv[1:] if argv is None else argv)
+    python = options.python or ensure_venv(options.distro)
+    if options.command == 'sim':
+        return run_sim(python, options)
+    return run_tests(python, options)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
