@@ -159,17 +159,17 @@ def test_package_xml_declares_every_runtime_import():
 def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal():
     launch = pytest.importorskip('launch')
     pytest.importorskip('launch_ros')
-    from ament_index_python.packages import (PackageNotFoundError,
-                                             get_package_share_directory)
+    from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
     try:
         share = get_package_share_directory('robot_dynamics')
     except PackageNotFoundError:
         pytest.skip('robot_dynamics is not installed in an ament prefix (colcon build)')
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
-    from ros_testing import RosHarness
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from std_msgs.msg import Bool, String
+
+    from ros_testing import RosHarness
     namespace = f'launch_test_{os.getpid()}'
     service = launch.LaunchService()
     service.include_launch_description(IncludeLaunchDescription(

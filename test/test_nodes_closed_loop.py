@@ -11,11 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from ros_testing import PUMA, REPO, SIM, RosHarness
-
 from robot_dynamics import profiles, simulation
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes import sim
+from ros_testing import PUMA, REPO, RosHarness, SIM
 
 # Plant RK4 step used here: 2 ms instead of the default 1 ms to keep the test fast; RK4's
 # error at either step is orders of magnitude below the zero-order-hold error (checked

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-
-from ros_testing import PUMA, RosHarness
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.controller import ComputedTorqueController
+from ros_testing import PUMA, RosHarness
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q = np.array([0.3, -0.4, 0.5, 0.2, -0.6, 0.7])   # in `joints` order

@@ -8,20 +8,19 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-
-from ros_testing import PUMA, REPO, SIM, RosHarness
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+import yaml
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
+from ros_testing import PUMA, REPO, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-
-from ros_testing import PUMA, RosHarness
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.plant import PlantSimulator
+from ros_testing import PUMA, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]

@@ -10,21 +10,20 @@ import math
 import sys
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import SetParametersResult
+import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
-from robot_dynamics.nodes.ros_params import (ConfigurationError, as_bool, as_choice, as_float,
-                                             as_floats, as_string, declare, declare_joints,
+from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
+                                             ConfigurationError, declare, declare_joints,
                                              declare_robot, seconds)
-from robot_dynamics.trajectory import (JointTrajectorySampler, TrajectoryCommand,
-                                       TrajectoryRejected)
+from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
 CONTROL_MODES = ('timer', 'on_state')

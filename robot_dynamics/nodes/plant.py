@@ -17,9 +17,9 @@ import math
 import sys
 import time
 
+from builtin_interfaces.msg import Time
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Time
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -28,8 +28,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
-from robot_dynamics.nodes.ros_params import (ConfigurationError, as_bool, as_choice, as_float,
-                                             as_floats, as_string, declare, declare_joints,
+from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
+                                             ConfigurationError, declare, declare_joints,
                                              declare_robot)
 
 NODE_NAME = 'plant_simulator'

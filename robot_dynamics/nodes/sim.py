@@ -29,8 +29,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.ros_params import (ConfigurationError, as_float, as_floats,
-                                             as_string, declare)
+from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
+                                             declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
@@ -66,7 +66,7 @@ class DemoMove(Node):
             raise ConfigurationError(f'joints: the demo move is for 6 joints, got {n}')
         self.start = np.array(as_floats('start_positions', declare(
             self, 'start_positions', [math.radians(v) for v in LEE_START_DEG],
-            'where the move starts (the plant\'s initial_positions) [rad]', read_only=True), n))
+            "where the move starts (the plant's initial_positions) [rad]", read_only=True), n))
         self.goal = np.array(as_floats('goal_positions', declare(
             self, 'goal_positions', [math.radians(v) for v in LEE_GOAL_DEG],
             'goal of the move [rad]', read_only=True), n))
