@@ -15,30 +15,42 @@ Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dyna
 straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
 use) unless `set_backend('reference')` or the environment variable
 ``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
-`robot_dynamics.algorithms`. Both give the same results to rounding; non-finite inputs and
-singular joint-space inertias always take the reference path.
+`robot_dynamics.algorithms`. ``'numba'`` compiles the same generated code with numba when
+it is installed (optional; models of up to `NUMBA_MAX_LINKS` links), else warns and keeps
+``'generated'``. All give the same results to rounding; non-finite inputs and singular
+joint-space inertias always take the reference path.
 """
 
 import math
 import os
+import warnings
 
 import numpy as np
 
-from robot_dynamics import algorithms, codegen
+from robot_dynamics import _fast_numba, algorithms, codegen
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
            'jacobian', 'kinetic_energy', 'potential_energy', 'friction_torques']
 
-BACKENDS = ('generated', 'reference')
+BACKENDS = ('generated', 'reference')        # always available
+OPTIONAL_BACKENDS = ('numba',)               # need an optional package
+NUMBA_MAX_LINKS = 12       # numba's compile time grows steeply with the straight-line code
 _backend = 'generated'
 
 
 def set_backend(name):
-    """'generated' (default): code generated per model; 'reference': `algorithms`."""
+    """'generated' (default): code generated per model; 'reference': `algorithms`;
+    'numba': the generated code compiled by numba (falls back to 'generated', with a
+    warning, when numba is not installed)."""
     global _backend
-    if name not in BACKENDS:
-        raise ValueError(f'backend {name!r} unknown, expected one of {BACKENDS}')
+    if name not in BACKENDS + OPTIONAL_BACKENDS:
+        raise ValueError(f'backend {name!r} unknown, expected one of '
+                         f'{BACKENDS + OPTIONAL_BACKENDS}')
+    if name == 'numba' and not _fast_numba.available():
+        warnings.warn("backend 'numba' requested but numba is not installed; using "
+                      "'generated'", RuntimeWarning, stacklevel=2)
+        name = 'generated'
     _backend = name
 
 
@@ -70,6 +82,8 @@ def _generated_single(model, name, states, wrench=None):
     A non-finite result (NaN/inf inputs, singular inertia) is recomputed by the reference
     path, so that such inputs keep the reference semantics exactly."""
     n = model.n
+    if _backend == 'numba' and n <= NUMBA_MAX_LINKS:
+        return _numba_single(model, name, states, wrench)
     values = []
     for x in states:
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == (n,):
@@ -97,6 +111,39 @@ def _generated_single(model, name, states, wrench=None):
     return np.array(out)
 
 
+def _numba_single(model, name, states, wrench):
+    """The numba kernel on one state of float64 (n,) arrays, or None."""
+    n = model.n
+    for x in states:
+        if type(x) is not np.ndarray or x.dtype != _F64 or x.shape != (n,):
+            return None
+    if wrench is not None:
+        if type(wrench) is not np.ndarray or wrench.dtype != _F64 or wrench.shape != (6,):
+            return None
+        states = (*states, wrench)
+        name += '_wrench'
+    name += '_one'
+    kernels = model.__dict__.get('_kernels')
+    fn = kernels.get((name, 'numba')) if kernels else None
+    if fn is None:
+        fn = _fast_numba.kernel(model, name)
+    try:
+        out = fn(*states)
+    except ZeroDivisionError:
+        return None
+    return out if out.shape[0] else None
+
+
+def _numba_batch(model, name, arrays):
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    out = np.empty((arrays[0].shape[0], model.n))
+    try:
+        _fast_numba.kernel(model, name + '_batch')(*arrays, out)
+    except ZeroDivisionError:
+        return None
+    return out
+
+
 def _generated_batch(model, name, arrays, wrench=None):
     """The generated kernel on (B, n) arrays (one (B,) array per joint), or None."""
     if wrench is not None:
@@ -104,6 +151,8 @@ def _generated_batch(model, name, arrays, wrench=None):
         name += '_wrench'
     if not all(np.isfinite(a).all() for a in arrays):
         return None
+    if _backend == 'numba' and model.n <= NUMBA_MAX_LINKS:
+        return _numba_batch(model, name, arrays)
     size = arrays[0].shape[0]
     if size == 1:
         try:
@@ -175,13 +224,13 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     about that frame's origin; it adds ``Jᵀ w`` (J in the same frame) to τ. One wrench
     (6,) for all samples or one per sample (B, 6).
     """
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_single(model, 'rnea', (q, qd, qdd), wrench)
         if tau is not None:
             return tau
     (q_b, qd_b, qdd_b), single = _states(model, ('q', q), ('qd', qd), ('qdd', qdd))
     w = _wrench(wrench, q_b.shape[0])
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_batch(model, 'rnea', (q_b, qd_b, qdd_b), w)
         if tau is not None:
             return _out(tau, single)
@@ -206,12 +255,12 @@ def mass_matrix(model, q):
 
 def bias_forces(model, q, qd):
     """C(q, q̇) q̇ + g(q) + friction(q̇): the efforts at zero acceleration."""
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_single(model, 'bias', (q, qd))
         if tau is not None:
             return tau
     (q_b, qd_b), single = _states(model, ('q', q), ('qd', qd))
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_batch(model, 'bias', (q_b, qd_b))
         if tau is not None:
             return _out(tau, single)
@@ -221,12 +270,12 @@ def bias_forces(model, q, qd):
 
 def gravity_torques(model, q):
     """g(q): the efforts that hold the arm still against gravity."""
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_single(model, 'gravity', (q,))
         if tau is not None:
             return tau
     q_b, single = _batch(model, q, 'q')
-    if _backend == 'generated':
+    if _backend != 'reference':
         tau = _generated_batch(model, 'gravity', (q_b,))
         if tau is not None:
             return _out(tau, single)
@@ -238,13 +287,13 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
     """Joint accelerations q̈ under efforts τ: articulated-body algorithm, O(n).
 
     Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
-    if _backend == 'generated':
+    if _backend != 'reference':
         qdd = _generated_single(model, 'aba', (q, qd, tau), wrench)
         if qdd is not None:
             return qdd
     (q_b, qd_b, tau_b), single = _states(model, ('q', q), ('qd', qd), ('tau', tau))
     w = _wrench(wrench, q_b.shape[0])
-    if _backend == 'generated':
+    if _backend != 'reference':
         with np.errstate(divide='ignore', invalid='ignore'):
             qdd = _generated_batch(model, 'aba', (q_b, qd_b, tau_b), w)
         if qdd is not None and np.isfinite(qdd).all():

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from robot_dynamics import codegen, dynamics
+from robot_dynamics import _fast_numba, codegen, dynamics
 
 
 def rk4_step(model, q, qd, tau, dt):
@@ -17,7 +17,7 @@ def rk4_step(model, q, qd, tau, dt):
     One state on the generated backend runs as one generated call (four articulated-body
     passes on floats, `codegen` kernel 'rk4'); batches and the reference backend go through
     `dynamics.forward_dynamics` four times."""
-    if dynamics.get_backend() == 'generated':
+    if dynamics.get_backend() != 'reference':
         result = _rk4_generated(model, q, qd, tau, dt)
         if result is not None:
             return result
@@ -37,6 +37,8 @@ def rk4_step(model, q, qd, tau, dt):
 
 def _rk4_generated(model, q, qd, tau, dt):
     n = model.n
+    if dynamics.get_backend() == 'numba' and n <= dynamics.NUMBA_MAX_LINKS:
+        return _rk4_numba(model, q, qd, tau, dt)
     values = [dynamics._floats(n, x) for x in (q, qd, tau)]
     if None in values or type(dt) not in (float, int):
         return None
@@ -51,6 +53,17 @@ def _rk4_generated(model, q, qd, tau, dt):
     if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
         return None
     return np.array(q_next), np.array(qd_next)
+
+
+def _rk4_numba(model, q, qd, tau, dt):
+    arrays = [np.asarray(x, dtype=float) for x in (q, qd, tau)]
+    if any(a.shape != (model.n,) for a in arrays) or type(dt) not in (float, int):
+        return None
+    try:
+        out = _fast_numba.kernel(model, 'rk4_one')(*arrays, float(dt))
+    except ZeroDivisionError:
+        return None
+    return (out[0], out[1]) if out.shape[0] else None
 
 
 def semi_implicit_euler_step(model, q, qd, tau, dt):

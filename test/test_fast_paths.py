@@ -199,7 +199,7 @@ def test_generated_source_is_inspectable_python_defining_the_kernel(name, rng):
 def test_unknown_backend_or_kernel_is_refused():
     with pytest.raises(ValueError, match='backend'):
         dynamics.set_backend('fortran')
-    assert dynamics.get_backend() in dynamics.BACKENDS
+    assert dynamics.get_backend() in dynamics.BACKENDS + dynamics.OPTIONAL_BACKENDS
     with pytest.raises(ValueError, match='kernel'):
         codegen.source(RobotModel.from_params(random_chain_params(
             np.random.default_rng(0), 2, 'standard')), 'crba')
@@ -211,3 +211,56 @@ def test_environment_variable_selects_the_reference_backend():
     out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
                          text=True, check=True, timeout=60)
     assert out.stdout.strip() == 'reference'
+
+
+# ---------------------------------------------------------------- optional accelerator
+
+def _two_link():
+    return RobotModel.from_params(random_chain_params(np.random.default_rng(2), 2, 'standard',
+                                                      [0, 1], friction=True))
+
+
+def test_numba_requested_without_numba_warns_and_stays_generated(monkeypatch, rng):
+    from robot_dynamics import _fast_numba
+    monkeypatch.setattr(_fast_numba, 'numba', None)
+    previous = dynamics.get_backend()
+    try:
+        with pytest.warns(RuntimeWarning, match='numba'):
+            dynamics.set_backend('numba')
+        assert dynamics.get_backend() == 'generated'
+    finally:
+        dynamics.set_backend(previous)
+    model = _two_link()
+    q, qd, qdd = random_state(rng, 2)
+    assert_same(*both(dynamics.inverse_dynamics, model, q, qd, qdd))
+
+
+def test_numba_backend_matches_reference(monkeypatch, tmp_path, rng):
+    pytest.importorskip('numba')
+    monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(tmp_path))
+    model = _two_link()
+    q, qd, qdd = random_state(rng, 2)
+    Q, QD, QDD = random_state(rng, 2, 4)
+    calls = [(dynamics.inverse_dynamics, (model, q, qd, qdd)),
+             (dynamics.inverse_dynamics, (model, Q, QD, QDD)),
+             (dynamics.forward_dynamics, (model, q, qd, qdd)),
+             (integration.rk4_step, (model, q, qd, qdd, 1e-3))]
+    for function, args in calls:
+        fast = with_backend('numba', function, *args)
+        reference = with_backend('reference', function, *args)
+        for a, b in zip(np.atleast_1d(fast) if function is not integration.rk4_step else fast,
+                        np.atleast_1d(reference) if function is not integration.rk4_step
+                        else reference):
+            assert_same(a, b)
+    assert any(name.endswith('.py') for name in os.listdir(tmp_path))   # on-disk source
+
+
+def test_numba_backend_works_without_a_writable_cache(monkeypatch, tmp_path, rng):
+    pytest.importorskip('numba')
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('not a directory')
+    monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(blocker / 'cache'))
+    model = _two_link()
+    q, qd, qdd = random_state(rng, 2)
+    assert_same(with_backend('numba', dynamics.gravity_torques, model, q),
+                with_backend('reference', dynamics.gravity_torques, model, q))

@@ -1,0 +1,138 @@
+"""Optional accelerator: the generated kernels of `codegen`, compiled by numba.
+
+Not a dependency: `available()` is False without numba and the public functions keep the
+pure-Python generated code. Selected with ``dynamics.set_backend('numba')`` or
+``ROBOT_DYNAMICS_BACKEND=numba``. The source of each kernel goes to a file in a writable
+cache directory (``$ROBOT_DYNAMICS_CACHE``, else ``$XDG_CACHE_HOME/robot_dynamics``, else
+``~/.cache/robot_dynamics``), named by a hash of the source, so that numba's on-disk cache
+(``cache=True``) finds it again in the next process; nothing is written to the install
+space. If no cache directory is writable, kernels are compiled from memory in every
+process.
+
+The compiled kernels take float64 arrays: '<name>_one' maps one state (n,) to an (n,)
+array, or to an empty array if the result is not finite (the caller then asks the
+reference path); '<name>_batch' loops over the rows of (B, n) arrays into an output (B, n)
+array; 'rk4_one' returns a (2, n) array (q, q̇ after the step), or an empty one.
+"""
+
+import hashlib
+import importlib.util
+import os
+import sys
+import types
+
+from robot_dynamics import codegen
+
+try:
+    import numba
+except ImportError:      # the accelerator is optional
+    numba = None
+
+_HEADER = 'import numpy as np\nfrom math import sin, cos\nfrom numpy import sign\n\n'
+
+
+def available():
+    return numba is not None
+
+
+def cache_dir():
+    base = os.environ.get('ROBOT_DYNAMICS_CACHE')
+    if not base:
+        xdg = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'),
+                                                                  '.cache')
+        base = os.path.join(xdg, 'robot_dynamics')
+    return base
+
+
+def kernel(model, name):
+    """The numba-compiled kernel `name`: '<codegen kernel>_one' or '<kernel>_batch'."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    key = (name, 'numba')
+    fn = cache.get(key)
+    if fn is None:
+        fn = cache[key] = _compile(model, name)
+    return fn
+
+
+def _module_source(model, name):
+    base, _, suffix = name.rpartition('_')
+    parts = [codegen.source(model, base)]
+    if base == 'rk4':
+        parts.insert(0, codegen.source(model, 'aba'))
+    parts.append(_batch_source(model, base) if suffix == 'batch' else _one_source(model, base))
+    return _HEADER + '\n\n'.join(parts)
+
+
+def _one_source(model, base):
+    """One state -> a float64 array (empty if any entry is not finite)."""
+    n = model.n
+    if base == 'rk4':
+        lines = ['def rk4_one(q, qd, tau, dt):', '    a, b = rk4(q, qd, tau, dt)',
+                 f'    out = np.empty((2, {n}))']
+        lines += [f'    out[0, {j}] = a[{j}]\n    out[1, {j}] = b[{j}]' for j in range(n)]
+        total = ' + '.join([f'a[{j}] + b[{j}]' for j in range(n)])
+    else:
+        params = _PARAMS[base]
+        lines = [f'def {base}_one({params}):', f'    r = {base}({params})',
+                 f'    out = np.empty({n})']
+        lines += [f'    out[{j}] = r[{j}]' for j in range(n)]
+        total = ' + '.join(f'r[{j}]' for j in range(n))
+    lines += [f'    total = {total}', '    if total - total != 0.0:',
+              '        return np.empty(0)' if base != 'rk4' else '        return np.empty((0, 0))',
+              '    return out']
+    return '\n'.join(lines) + '\n'
+
+
+_PARAMS = {'rnea': 'q, qd, qdd', 'rnea_wrench': 'q, qd, qdd, w', 'bias': 'q, qd',
+           'gravity': 'q', 'aba': 'q, qd, tau', 'aba_wrench': 'q, qd, tau, w'}
+
+
+def _batch_source(model, base):
+    """A loop over the rows of (B, n) inputs calling the one-state kernel `base`."""
+    params = _PARAMS[base]
+    names = [p.strip() for p in params.split(',')]
+    rows = ', '.join(f'{p}[b]' for p in names)
+    lines = [f'def {base}_batch({params}, out):',
+             f'    for b in range({names[0]}.shape[0]):',
+             f'        r = {base}({rows})']
+    lines += [f'        out[b, {j}] = r[{j}]' for j in range(model.n)]
+    return '\n'.join(lines) + '\n'
+
+
+def _compile(model, name):
+    text = _module_source(model, name)
+    digest = hashlib.sha1(text.encode()).hexdigest()[:20]
+    module_name = f'_robot_dynamics_kernel_{digest}'
+    path = _write(text, module_name)
+    cached = path is not None
+    if cached:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    else:                        # no writable cache: compile from memory, every process
+        module = types.ModuleType(module_name)
+        exec(compile(text, module_name, 'exec'), module.__dict__)  # noqa: S102 - generated
+    functions = [f for f in ('aba', 'rk4', *_PARAMS, name) if hasattr(module, f)]
+    for f in dict.fromkeys(functions):
+        setattr(module, f, numba.njit(cache=cached)(getattr(module, f)))
+    return getattr(module, name)
+
+
+def _write(text, module_name):
+    """Path of the source file in the cache directory, written if missing; None if the
+    directory is not writable."""
+    directory = cache_dir()
+    path = os.path.join(directory, module_name + '.py')
+    try:
+        if not os.path.exists(path):
+            os.makedirs(directory, exist_ok=True)
+            temporary = f'{path}.{os.getpid()}.tmp'
+            with open(temporary, 'w', encoding='utf-8') as stream:
+                stream.write(text)
+            os.replace(temporary, path)
+        if not os.access(directory, os.W_OK):
+            return None
+    except OSError:
+        return None
+    return path
