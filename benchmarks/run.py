@@ -1,11 +1,15 @@
 """Issue 6 benchmark: the public dynamics functions against Pinocchio, one table.
 
-    PYTHONPATH=. /tmp/venvs/kilted/bin/python benchmarks/run.py [--quick]
+    PYTHONPATH=. /tmp/venvs/kilted/bin/python benchmarks/run.py [--repeats N]
 
 Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is a
-benchmark dependency only. Every time is the median over repeats of the mean over a loop
-of calls; every target is a ratio to the yardstick (issue 6), so the table says what holds
-on this machine today, not in general. Pinocchio's results are checked against ours first.
+benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
+mean over a ~20 ms loop of calls); times are medians over the samples and each ratio is the
+median of the paired ratios, so that the load of a shared machine cancels. Every target is
+a ratio to the yardstick (issue 6): the table says what holds on this machine today. Pinocchio's results are checked against ours first.
+With numba installed, a second column times the optional accelerator (`set_backend('numba')`,
+models up to `dynamics.NUMBA_MAX_LINKS` links; its first run compiles and caches for
+minutes, the timed calls come after warm-up).
 """
 
 import argparse
@@ -22,13 +26,15 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from robot_dynamics import codegen, dynamics, integration  # noqa: E402
+from robot_dynamics import _fast_numba, codegen, dynamics, integration  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
 try:
     import pinocchio as pin
-except ImportError:          # the table still prints our own numbers
+except ImportError:
     pin = None
+
+ACCELERATOR = _fast_numba.available()
 
 
 # ---------------------------------------------------------------------- models
@@ -52,6 +58,12 @@ def random_chain(n, seed=0):
         moments = moments + moments.sum() * 0.1       # keep the triangle inequality
         I = Q @ np.diag(moments) @ Q.T
         inertia += [I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ModelWarning)
+        return _random_chain_model(rng, n, mass, inertia)
+
+
+def _random_chain_model(rng, n, mass, inertia):
     return RobotModel.from_params({
         'dh_convention': 'standard', 'joint_types': ['revolute'] * n,
         'a': rng.uniform(-0.3, 0.3, n).tolist(), 'alpha': rng.uniform(-3, 3, n).tolist(),
@@ -83,20 +95,31 @@ def pinocchio_model(model):
 # ---------------------------------------------------------------------- timing
 
 
-def median_time(function, repeats, budget=0.05):
-    """Median over `repeats` of the mean time of one call [s], loops of ~`budget` s."""
+def _loops(function, budget):
     function()
-    loops, start = 1, time.perf_counter()
+    start = time.perf_counter()
     function()
-    single = max(time.perf_counter() - start, 1e-7)
-    loops = max(1, int(budget / single))
-    samples = []
+    return max(1, int(budget / max(time.perf_counter() - start, 1e-7)))
+
+
+def _sample(function, loops):
+    start = time.perf_counter()
+    for _ in range(loops):
+        function()
+    return (time.perf_counter() - start) / loops
+
+
+def paired(ours, reference, repeats, budget=0.02):
+    """Median time of one call of `ours` and of `reference` [s] and the median of their
+    ratio, sampled alternately (loops of ~`budget` s each) so that both see the same load
+    of this shared machine."""
+    loops = _loops(ours, budget), _loops(reference, budget)
+    a, b = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(loops):
-            function()
-        samples.append((time.perf_counter() - start) / loops)
-    return statistics.median(samples)
+        a.append(_sample(ours, loops[0]))
+        b.append(_sample(reference, loops[1]))
+    ratio = statistics.median(x / y for x, y in zip(a, b))
+    return statistics.median(a), statistics.median(b), ratio
 
 
 def rk4_pinocchio(pm, data, q, qd, tau, dt):
@@ -117,16 +140,30 @@ def rk4_pinocchio(pm, data, q, qd, tau, dt):
 
 
 class Table:
+    """Rows of: what, ours (generated), ours (numba), reference, and each ratio against
+    its target; a row passes when every measured ratio meets its target."""
+
     def __init__(self):
         self.rows = []
 
-    def add(self, what, ours, reference, ratio, target, unit='µs'):
+    def add(self, what, ours, reference, target, accelerated=None, target_accelerated=None,
+            unit='µs', ratio=None, ratio_accelerated=None):
+        ratio = ours / (reference or 1.0) if ratio is None else ratio
+        cells = [what, _fmt(ours, unit), '—' if reference is None else _fmt(reference, unit),
+                 f'{ratio:.2f}', f'≤ {target:g}']
         ok = ratio <= target
-        self.rows.append((what, _fmt(ours, unit), _fmt(reference, unit), f'{ratio:.2f}',
-                          f'≤ {target:g}', 'pass' if ok else 'FAIL'))
+        if accelerated is None or target_accelerated is None:
+            cells += ['—', '—', '—']
+        else:
+            ratio_a = accelerated / reference if ratio_accelerated is None \
+                else ratio_accelerated
+            cells += [_fmt(accelerated, unit), f'{ratio_a:.2f}', f'≤ {target_accelerated:g}']
+            ok = ok and ratio_a <= target_accelerated
+        self.rows.append(cells + ['pass' if ok else 'FAIL'])
 
     def markdown(self):
-        head = ('what', 'ours', 'reference', 'ratio', 'target', 'result')
+        head = ('what', 'ours', 'reference', 'ratio', 'target', 'ours + numba',
+                'ratio', 'target', 'result')
         lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
         lines += ['| ' + ' | '.join(row) + ' |' for row in self.rows]
         return '\n'.join(lines)
@@ -135,7 +172,7 @@ class Table:
 def _fmt(value, unit):
     if unit == 'µs':
         return f'{value * 1e6:.2f} µs'
-    return f'{value:g}{unit}'
+    return f'{value:.3g}{unit}'
 
 
 def state(model, rng, size=None):
@@ -153,6 +190,28 @@ def check_against_pinocchio(model, pm, rng):
     return max(err_id, err_fd)
 
 
+def compare(model, ours, reference, repeats, per=1):
+    """(ours, reference, ratio) on the generated backend and (ours, ratio) on numba (None
+    when numba is missing or the model exceeds dynamics.NUMBA_MAX_LINKS); times per `per`."""
+    dynamics.set_backend('generated')
+    plain = paired(ours, reference, repeats)
+    fast = None
+    if ACCELERATOR and model.n <= dynamics.NUMBA_MAX_LINKS:
+        dynamics.set_backend('numba')
+        try:
+            t, _, r = paired(ours, reference, repeats)
+            fast = (t / per, r)
+        finally:
+            dynamics.set_backend('generated')
+    return (plain[0] / per, plain[1] / per, plain[2]), fast
+
+
+def add_row(table, what, result, targets):
+    (ours, ref, ratio), fast = result
+    table.add(what, ours, ref, targets[0], None if fast is None else fast[0], targets[1],
+              ratio=ratio, ratio_accelerated=None if fast is None else fast[1])
+
+
 def run(repeats):
     rng = np.random.default_rng(6)
     models = {'PUMA 560': load_preset('puma560'), 'Panda (7)': load_preset('panda'),
@@ -164,52 +223,51 @@ def run(repeats):
         assert err < 1e-8, name
     table = Table()
     times = {}
-    for name in ('PUMA 560', 'Panda (7)', 'random n=6', 'random n=100'):
+    for name in models:
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, qdd = state(model, rng)
-        ours = median_time(lambda: dynamics.inverse_dynamics(model, q, qd, qdd), repeats)
-        ref = median_time(lambda: pin.rnea(pm, data, q, qd, qdd), repeats)
-        times[name, 'ID'] = ours
-        target = 25 if name == 'random n=100' else 5
-        table.add(f'inverse_dynamics, one state, {name} / pin.rnea', ours, ref, ours / ref,
-                  target)
-    for name in ('PUMA 560', 'Panda (7)', 'random n=6', 'random n=100'):
+        result = compare(model, lambda: dynamics.inverse_dynamics(model, q, qd, qdd),
+                         lambda: pin.rnea(pm, data, q, qd, qdd), repeats)
+        times[name, 'ID'] = result[0][0]
+        targets = (25, 0.6) if name == 'random n=100' else (5, 1.2)
+        add_row(table, f'inverse_dynamics, one state, {name} / pin.rnea', result, targets)
+    for name in models:
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, tau = state(model, rng)
-        ours = median_time(lambda: dynamics.forward_dynamics(model, q, qd, tau), repeats)
-        ref = median_time(lambda: pin.aba(pm, data, q, qd, tau), repeats)
-        times[name, 'FD'] = ours
-        table.add(f'forward_dynamics, one state, {name} / pin.aba', ours, ref, ours / ref, 16)
+        result = compare(model, lambda: dynamics.forward_dynamics(model, q, qd, tau),
+                         lambda: pin.aba(pm, data, q, qd, tau), repeats)
+        times[name, 'FD'] = result[0][0]
+        add_row(table, f'forward_dynamics, one state, {name} / pin.aba', result, (16, 1.3))
     for name in ('PUMA 560', 'Panda (7)'):
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, tau = state(model, rng)
-        ours = median_time(lambda: integration.rk4_step(model, q, qd, tau, 1e-3), repeats)
-        ref = median_time(lambda: rk4_pinocchio(pm, data, q, qd, tau, 1e-3), repeats)
-        table.add(f'rk4_step (4 FD), {name} / Python RK4 around pin.aba', ours, ref,
-                  ours / ref, 4)
+        result = compare(model, lambda: integration.rk4_step(model, q, qd, tau, 1e-3),
+                         lambda: rk4_pinocchio(pm, data, q, qd, tau, 1e-3), repeats)
+        add_row(table, f'rk4_step (4 FD), {name} / Python RK4 around pin.aba', result,
+                (4, 0.5))
     for name in ('PUMA 560', 'Panda (7)'):
         model, pm = models[name], pins[name]
         data = pm.createData()
         B = 1000
         Q, QD, QDD = state(model, rng, B)
-        ours = median_time(lambda: dynamics.inverse_dynamics(model, Q, QD, QDD), repeats) / B
 
         def loop():
             for k in range(B):
                 pin.rnea(pm, data, Q[k], QD[k], QDD[k])
-        ref = median_time(loop, repeats) / B
-        table.add(f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
-                  ours, ref, ours / ref, 0.4)
+        result = compare(model, lambda: dynamics.inverse_dynamics(model, Q, QD, QDD), loop,
+                         repeats, per=B)
+        add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
+                result, (0.4, 0.3))
     for what in ('ID', 'FD'):
         growth = times['random n=100', what] / times['random n=6', what]
-        table.add(f'cost growth n = 6 → 100, {what} (time ratio; 100/6 = 16.7 is linear)',
-                  growth, 1.0, growth, 20, unit='×')
+        table.add(f'cost growth n = 6 → 100, {what}: time ratio (100/6 = 16.7 is linear)',
+                  growth, None, 20, unit='×')
     mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
-    table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, 250,
-              mul / 250.0, 1, unit='')
+    table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, None,
+              250, unit='')
     return table
 
 
@@ -224,12 +282,17 @@ def machine():
         pass
     versions = f'Python {platform.python_version()}, numpy {np.__version__}'
     versions += f', pin {pin.__version__}' if pin else ', pin not installed'
-    return f'{cpu}; {versions}; backend {dynamics.get_backend()}'
+    if ACCELERATOR:
+        import numba
+        versions += f', numba {numba.__version__}'
+    else:
+        versions += ', numba not installed (no accelerator column)'
+    return f'{cpu}; {versions}'
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--repeats', type=int, default=7, help='repeats per median (7)')
+    parser.add_argument('--repeats', type=int, default=15, help='samples per median (15)')
     args = parser.parse_args()
     if pin is None:
         sys.exit('benchmarks/run.py needs Pinocchio as the yardstick: pip install pin')
