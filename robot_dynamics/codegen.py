@@ -200,7 +200,9 @@ _BINARY = {'+': '+', '-': '-', '*': '*', '/': '/'}
 
 def emit(name, params, unpack, outputs):
     """Python source of ``def name(*params)``: unpack lines, then the graph nodes that
-    `outputs` need (single-use nodes inlined), then ``return (outputs...)``."""
+    `outputs` need (single-use nodes inlined), then ``return (outputs...)``. Variable names
+    are reused once their last reader is written, so that even a long chain's function
+    keeps a small frame."""
     needed = _reachable(outputs)
     uses = dict.fromkeys(needed, 0)
     for node in needed:
@@ -210,18 +212,27 @@ def emit(name, params, unpack, outputs):
     for out in outputs:
         if isinstance(out, Sym):
             uses[out] += 2
-    names, depth, lines = {}, {}, []
+    names, depth, refs, lines = {}, {}, {}, []
+    free, count = [], 0
     for node in sorted(needed, key=lambda s: s.id):
         if node.op == 'in':
-            names[node], depth[node] = node.args[0], 0
+            names[node], depth[node], refs[node] = node.args[0], 0, []
             continue
         text, level = _expression(node, names, depth)
+        read = [r for a in node.args if isinstance(a, Sym) for r in refs[a]]
         if uses[node] > 1 or level > _INLINE_DEPTH:
-            var = f't{len(lines)}'
-            lines.append(f'    {var} = {text}')
-            names[node], depth[node] = var, 0
+            for var in read:
+                uses[var] -= 1
+                if uses[var] == 0:
+                    free.append(names[var])
+            if free:
+                target = free.pop()
+            else:
+                target, count = f't{count}', count + 1
+            lines.append(f'    {target} = {text}')
+            names[node], depth[node], refs[node] = target, 0, [node]
         else:
-            names[node], depth[node] = text, level
+            names[node], depth[node], refs[node] = text, level, read
     head = [f'def {name}({", ".join(params)}):'] + [f'    {line}' for line in unpack]
     result = ', '.join(_text(out, names) for out in outputs)
     return '\n'.join(head + lines + [f'    return ({result},)']) + '\n'
