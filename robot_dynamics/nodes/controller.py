@@ -6,8 +6,10 @@ Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joi
 Interfaces, parameters and failure behaviour: README "Topics and parameters".
 """
 
+import functools
 import math
 import sys
+import threading
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -22,12 +24,33 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_joints,
-                                             declare_robot, seconds)
+                                             declare_robot, payload_model, seconds)
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
 CONTROL_MODES = ('timer', 'on_state')
 THROTTLE = 2.0  # s between repeated warnings
+MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: message dropped
+CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
+FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
+LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
+                'constraints.stopped_velocity_tolerance')
+PAYLOAD_KEYS = ('mass', 'com', 'inertia')
+
+
+def guarded(what):
+    """A callback that logs an unexpected exception instead of ending the node's spin."""
+    def decorate(method):
+        @functools.wraps(method)
+        def wrapper(self, *args):
+            try:
+                return method(self, *args)
+            except Exception as error:  # noqa: B902 - the node must keep controlling
+                self.get_logger().error(f'{what}: unexpected {type(error).__name__}: '
+                                        f'{error}; dropped', throttle_duration_sec=THROTTLE)
+                return None
+        return wrapper
+    return decorate
 
 
 def gain_vector(name, value, n):
@@ -41,6 +64,65 @@ def gain_vector(name, value, n):
     return np.array(gains)
 
 
+def effort_limit_vector(name, value, model):
+    """effort_limits: one finite value > 0 per joint, at most robot.effort_max; empty or
+    unset: robot.effort_max (unlimited where that is not given)."""
+    if value is None or (hasattr(value, '__len__') and not isinstance(value, str)
+                         and len(value) == 0):
+        return np.array(model.effort_max, dtype=float)
+    limits = as_floats(name, value, model.n)
+    for i, v in enumerate(limits):
+        if v <= 0.0:
+            raise ConfigurationError(f'{name}[{i}]: must be > 0, got {v}')
+        if v > model.effort_max[i]:
+            raise ConfigurationError(f'{name}[{i}]: {v} exceeds robot.effort_max[{i}] = '
+                                     f'{model.effort_max[i]}')
+    return np.array(limits)
+
+
+class LawSwap:
+    """A new (law, effort limits) built off the control loop and taken by the next cycle.
+
+    A new model compiles its generated kernels on first use (tens of ms), so a payload change
+    warms the new law up in a worker thread; only the latest accepted change is kept."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._ready = None
+
+    def request(self, model, kp, kd, limits, warm):
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        if warm:
+            self._build(generation, model, kp, kd, limits, False)
+        else:
+            threading.Thread(target=self._build, daemon=True, name='law_swap',
+                             args=(generation, model, kp, kd, limits, True)).start()
+
+    def _build(self, generation, model, kp, kd, limits, warm_up):
+        law = ComputedTorqueLaw(model, kp, kd)
+        if warm_up:
+            zero = np.zeros(model.n)
+            law.effort(zero, zero, zero, zero, zero)
+        with self._lock:
+            if generation == self._generation:
+                self._ready = (law, limits)
+
+    def take(self):
+        """The latest built (law, limits), or None."""
+        if self._ready is None:
+            return None
+        with self._lock:
+            ready, self._ready = self._ready, None
+        return ready
+
+    @property
+    def pending(self):
+        return self._ready is not None
+
+
 class ComputedTorqueController(Node):
     """Subscribes /joint_states and ~/joint_trajectory, publishes efforts and its state."""
 
@@ -51,16 +133,21 @@ class ComputedTorqueController(Node):
         except Exception:
             self.destroy_node()
             raise
-        self._pending_law = None
+        self._swap = LawSwap()
+        self._target = (self.law.model, self.law.kp, self.law.kd, self.effort_limits)
         n = self.model.n
         self._index = {name: i for i, name in enumerate(self.joints)}
         self._q = np.zeros(n)
         self._qd = np.zeros(n)
         self._received = np.full(n, -math.inf)   # clock time each joint was last seen [s]
         self._ready = False
+        self._stale = False          # states timed out (or time went back): re-sync and hold
+        self._last_t = -math.inf     # reference time of the last cycle [s]
+        self._last_stamp = None      # on_state: stamp of the last accepted /joint_states
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0
+        self._clipped_joints = 0
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.get_logger().info(
@@ -91,17 +178,13 @@ class ComputedTorqueController(Node):
             self, 'gains.kd', [20.0] * n, 'velocity gains per joint, acceleration level '
             '[1/s]; >= 0; critical damping: kd = 2 sqrt(kp)'), n)
         self.law = ComputedTorqueLaw(self.model, kp, kd)
-        limits = declare(self, 'effort_limits', None, 'per joint effort limits [N m | N]; '
-                         'default robot.effort_max (none: unlimited)', read_only=True)
-        self.effort_limits = np.array(self.model.effort_max, dtype=float)
-        if limits is not None and len(limits) > 0:
-            self.effort_limits = np.array(as_floats('effort_limits', limits, n))
-            for i, value in enumerate(self.effort_limits):
-                if value <= 0.0:
-                    raise ConfigurationError(f'effort_limits[{i}]: must be > 0, got {value}')
+        self.effort_limits = effort_limit_vector('effort_limits', declare(
+            self, 'effort_limits', None, 'per joint effort limits [N m | N], > 0 and at most '
+            'robot.effort_max; empty: robot.effort_max (none given: unlimited)'), self.model)
         self.state_timeout = as_float('state_timeout', declare(
             self, 'state_timeout', 0.1, 'zero effort when a controlled joint has not been '
-            'heard from for this long [s]; 0 = never', minimum=0.0, maximum=3600.0),
+            'heard from for this long [s of node clock]; 0 = never', minimum=0.0,
+            maximum=3600.0),
             minimum=0.0)
         self.goal_tolerance = as_float('constraints.goal_tolerance', declare(
             self, 'constraints.goal_tolerance', 0.01, 'goal reached when every |q - q_goal| '
@@ -123,25 +206,32 @@ class ComputedTorqueController(Node):
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial)
 
     def _on_set_parameters(self, parameters):
-        """Validate live changes; accepted gains take effect together at the next cycle."""
-        n = self.model.n
-        base = self._pending_law or self.law
-        kp, kd = base.kp, base.kd
+        """Validate live changes (all or none are accepted); gains, effort limits and payload
+        take effect together at the next control cycle once the new law is built."""
+        model, kp, kd, limits = self._target
+        payload = {}
         scalars = {}
         try:
             for parameter in parameters:
-                if parameter.name == 'gains.kp':
-                    kp = gain_vector(parameter.name, parameter.value, n)
-                elif parameter.name == 'gains.kd':
-                    kd = gain_vector(parameter.name, parameter.value, n)
-                elif parameter.name in ('state_timeout', 'constraints.goal_tolerance',
-                                        'constraints.stopped_velocity_tolerance'):
-                    scalars[parameter.name] = as_float(parameter.name, parameter.value,
-                                                       minimum=0.0)
-        except ConfigurationError as error:
+                name, value = parameter.name, parameter.value
+                if name == 'gains.kp':
+                    kp = gain_vector(name, value, model.n)
+                elif name == 'gains.kd':
+                    kd = gain_vector(name, value, model.n)
+                elif name == 'effort_limits':
+                    limits = effort_limit_vector(name, value, model)
+                elif name.startswith('robot.payload.') and name[14:] in PAYLOAD_KEYS:
+                    payload[name[14:]] = value
+                elif name in LIVE_SCALARS:
+                    scalars[name] = as_float(name, value, minimum=0.0)
+            if payload:
+                model = payload_model(model, payload)
+        except (ConfigurationError, TypeError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
-        if kp is not base.kp or kd is not base.kd:
-            self._pending_law = ComputedTorqueLaw(self.model, kp, kd)
+        target = (model, kp, kd, limits)
+        if any(new is not old for new, old in zip(target, self._target)):
+            self._swap.request(model, kp, kd, limits, warm=model is self.law.model)
+            self._target = target
         self.state_timeout = scalars.get('state_timeout', self.state_timeout)
         self.goal_tolerance = scalars.get('constraints.goal_tolerance', self.goal_tolerance)
         self.stopped_velocity_tolerance = scalars.get(
@@ -176,39 +266,83 @@ class ComputedTorqueController(Node):
 
     # ------------------------------------------------------------------ callbacks
 
+    @guarded('joint_states')
     def _on_joint_states(self, msg):
-        """Map by name; ignore other joints; a malformed message is ignored as a whole."""
-        count = len(msg.name)
-        for field in ('position', 'velocity'):
-            if len(getattr(msg, field)) != count:
-                self._warn(f'joint_states.{field}: {len(getattr(msg, field))} values for '
-                           f'{count} names; message ignored')
-                return
-        updates = []
-        for name, position, velocity in zip(msg.name, msg.position, msg.velocity):
-            i = self._index.get(name)
-            if i is None:
-                continue
-            if not (math.isfinite(position) and math.isfinite(velocity)):
-                self._warn(f'joint_states: non-finite position/velocity for joint {name!r}; '
-                           'message ignored')
-                return
-            updates.append((i, position, velocity))
+        """Map by name; ignore other joints; a malformed message is dropped as a whole."""
+        updates = self._joint_updates(msg)
         if not updates:
             return
         now = self._now()
+        stamp = now
+        if self.control_mode == 'on_state':
+            stamp = self._state_stamp(msg, now)
+            if stamp is None:
+                return
+            if (self._ready and self.state_timeout > 0.0
+                    and now - self._received.max() > self.state_timeout):
+                self._stale = True      # states resumed after a gap: re-sync below
         for i, position, velocity in updates:
             self._q[i] = position
             self._qd[i] = velocity
             self._received[i] = now
         if self.control_mode == 'on_state':
-            stamp = seconds(msg.header.stamp)
-            self._control_cycle(stamp if stamp > 0.0 else now, now)
+            self._control_cycle(stamp, now)
 
+    def _joint_updates(self, msg):
+        """[(index, q, q̇)] of the controlled joints in `msg`, or None if it is malformed."""
+        count = len(msg.name)
+        for field in ('position', 'velocity'):
+            if len(getattr(msg, field)) != count:
+                self._warn(f'joint_states.{field}: {len(getattr(msg, field))} values for '
+                           f'{count} names; message dropped')
+                return None
+        updates = []
+        seen = set()
+        for k, (name, position, velocity) in enumerate(zip(msg.name, msg.position,
+                                                           msg.velocity)):
+            if name in seen:
+                self._warn(f'joint_states.name[{k}]: duplicate name {name!r}; message dropped')
+                return None
+            seen.add(name)
+            i = self._index.get(name)
+            if i is None:
+                continue
+            for field, value in (('position', position), ('velocity', velocity)):
+                if not (math.isfinite(value) and abs(value) <= MAX_ABS_STATE):
+                    self._warn(f'joint_states.{field}[{k}] (joint {name!r}): {value} is not a '
+                               f'finite value within +-{MAX_ABS_STATE:g}; message dropped')
+                    return None
+            updates.append((i, position, velocity))
+        return updates
+
+    def _state_stamp(self, msg, now):
+        """on_state: the time the cycle samples the reference at (the message stamp, or the
+        node clock for stamp 0), or None if the message is to be dropped."""
+        stamp = seconds(msg.header.stamp)
+        if stamp <= 0.0:
+            stamp = now
+        if now > 0.0 and stamp > now + FUTURE_LIMIT:
+            self._warn(f'joint_states.header.stamp {stamp:.3f} s is more than {FUTURE_LIMIT:g} '
+                       f's ahead of the node clock ({now:.3f} s); message dropped')
+            return None
+        last = self._last_stamp
+        if last is not None and stamp < last:
+            if last - stamp <= CLOCK_RESET:
+                self._warn(f'joint_states.header.stamp went backwards ({stamp:.4f} s after '
+                           f'{last:.4f} s); message dropped')
+                return None
+            self.get_logger().warning(
+                f'joint_states.header.stamp jumped back {last - stamp:.3f} s (publisher '
+                'restarted?): re-synchronising')
+        self._last_stamp = stamp
+        return stamp
+
+    @guarded('control cycle')
     def _on_timer(self):
         now = self._now()
         self._control_cycle(now, now)
 
+    @guarded('joint_trajectory')
     def _on_trajectory(self, msg):
         if not self._ready:
             self._warn('joint_trajectory rejected: not all controlled joints seen on '
@@ -234,13 +368,18 @@ class ComputedTorqueController(Node):
         if self.state_timeout > 0.0 and clock_now - self._received.min() > self.state_timeout:
             stale = [self.joints[i] for i in np.flatnonzero(
                 clock_now - self._received > self.state_timeout)]
-            self._warn(f'no /joint_states for {stale} within state_timeout '
-                       f'{self.state_timeout:g} s: commanding zero effort')
+            if not self._stale:
+                self.get_logger().warning(
+                    f'no /joint_states for {stale} within state_timeout '
+                    f'{self.state_timeout:g} s: commanding zero effort until they return')
+            self._stale = True
             self._publish_command(np.zeros(self.model.n))
             self._set_status('state_timeout')
             return
-        if self._pending_law is not None:
-            self.law, self._pending_law = self._pending_law, None
+        if self._stale or t < self._last_t:
+            self._resync(t)
+        self._last_t = t
+        self._take_new_law()
         reference = self.sampler.sample(t)
         tau = self.law.effort(self._q, self._qd, reference.positions, reference.velocities,
                               reference.accelerations)
@@ -248,14 +387,40 @@ class ComputedTorqueController(Node):
             self.get_logger().error('non-finite effort computed; commanding zero effort',
                                     throttle_duration_sec=THROTTLE)
             tau = np.zeros(self.model.n)
-        tau, clipped = saturate(tau, self.effort_limits)
+        tau = self._saturate(tau)
         self._publish_command(tau)
-        if clipped:
-            self._saturated_cycles += 1
-            self._saturation_pub.publish(UInt64(data=self._saturated_cycles))
         self._update_status(t)
         if self.publish_state:
             self._publish_state(reference, tau)
+
+    def _resync(self, t):
+        """After a state timeout or a clock going back: hold the measured position (any
+        trajectory is abandoned), so the reference never jumps to an old one."""
+        self._stale = False
+        self.sampler.hold(self._q.copy(), t)
+        self._goal_reached = None
+        self.get_logger().warning('/joint_states back (or time went back): holding the '
+                                  'measured position; send a new trajectory to move')
+
+    def _take_new_law(self):
+        ready = self._swap.take()
+        if ready is not None:
+            self.law, self.effort_limits = ready
+            self.get_logger().info(
+                f'new gains/effort limits/payload in effect (payload '
+                f'{self.law.model.payload.mass:g} kg)')
+
+    def _saturate(self, tau):
+        """Clip to the effort limits; count the cycles and joints clipped and warn."""
+        limited, clipped = saturate(tau, self.effort_limits)
+        if clipped:
+            self._saturated_cycles += 1
+            self._clipped_joints += clipped
+            self._saturation_pub.publish(UInt64(data=self._saturated_cycles))
+            joints = [self.joints[i] for i in np.flatnonzero(limited != tau)]
+            self._warn(f'effort clipped to effort_limits on {joints} '
+                       f'({self._saturated_cycles} cycles so far)')
+        return limited
 
     def _start_holding(self, t):
         """Before the first trajectory: hold the position measured once all are seen."""
@@ -266,6 +431,7 @@ class ComputedTorqueController(Node):
             return False
         self.sampler.hold(self._q.copy(), t)
         self._ready = True
+        self._last_t = t
         self.get_logger().info('all joints seen: holding the measured position')
         return True
 

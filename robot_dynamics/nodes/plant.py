@@ -15,10 +15,12 @@ CPU keeping up; simulated time starts with the first command.
 
 import math
 import sys
+import threading
 import time
 
 from builtin_interfaces.msg import Time
 import numpy as np
+from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
@@ -30,7 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_joints,
-                                             declare_robot)
+                                             declare_robot, payload_model)
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -57,6 +59,11 @@ class PlantSimulator(Node):
         self._awaiting_command = False
         self._last_publish_wall = -math.inf
         self.stopped = False
+        self.clipped_steps = 0               # ticks in which robot.effort_max clipped a command
+        self._target_model = self.model      # the latest accepted payload
+        self._model_lock = threading.Lock()
+        self._model_generation = 0
+        self._new_model = None               # built off the loop, taken by the next tick
         self._state_msg = JointState(name=list(self.joints))
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
@@ -68,6 +75,7 @@ class PlantSimulator(Node):
                            if self.real_time_factor > 0.0 else 0.001)
         self._timer = self.create_timer(wall_period, self._on_timer,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self.get_logger().info(
             f'{n} joints, {self.method} at {self.dt * 1e3:g} ms, /joint_states every '
             f'{self.tick_period * 1e3:g} ms'
@@ -127,6 +135,40 @@ class PlantSimulator(Node):
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
+
+    def _on_set_parameters(self, parameters):
+        """robot.payload.{mass,com,inertia} at runtime: validated here, the new model is
+        built and its kernels compiled in a worker thread, and taken by the next tick."""
+        changes = {p.name[14:]: p.value for p in parameters
+                   if p.name in ('robot.payload.mass', 'robot.payload.com',
+                                 'robot.payload.inertia')}
+        if not changes:
+            return SetParametersResult(successful=True)
+        try:
+            model = payload_model(self._target_model, changes)
+        except (ConfigurationError, TypeError, ValueError) as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        self._target_model = model
+        with self._model_lock:
+            self._model_generation += 1
+            generation = self._model_generation
+        threading.Thread(target=self._warm_up, args=(generation, model), daemon=True,
+                         name='plant_payload').start()
+        return SetParametersResult(successful=True)
+
+    def _warm_up(self, generation, model):
+        zero = np.zeros(model.n)
+        self._step(model, zero, zero, zero, self.dt)      # compiles the generated kernels
+        with self._model_lock:
+            if generation == self._model_generation:
+                self._new_model = model
+
+    def _take_new_model(self):
+        if self._new_model is None:
+            return
+        with self._model_lock:
+            self.model, self._new_model = self._new_model, None
+        self.get_logger().info(f'payload {self.model.payload.mass:g} kg in effect')
 
     # ------------------------------------------------------------------ time
 
@@ -197,12 +239,21 @@ class PlantSimulator(Node):
                     f'{self.command_timeout:g} s: applying zero effort',
                     throttle_duration_sec=THROTTLE)
             return np.zeros(self.model.n)
-        return np.clip(self._tau_command, -self.model.effort_max, self.model.effort_max)
+        tau = np.clip(self._tau_command, -self.model.effort_max, self.model.effort_max)
+        if np.any(tau != self._tau_command):
+            self.clipped_steps += 1
+            joints = [self.joints[i] for i in np.flatnonzero(tau != self._tau_command)]
+            self.get_logger().warning(
+                f'effort command clipped to robot.effort_max on {joints} ({self.clipped_steps}'
+                ' ticks so far); /joint_states effort shows what was applied',
+                throttle_duration_sec=THROTTLE)
+        return tau
 
     def _advance(self):
         """Integrate one tick (steps_per_tick steps, effort held), then publish."""
         if self.stopped:
             return
+        self._take_new_model()
         tau = self.effort()
         q, qd = self.q, self.qd
         for _ in range(self.steps_per_tick):

@@ -12,7 +12,7 @@ from rclpy.parameter import Parameter
 from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'declare_joints', 'as_float',
-           'as_floats', 'as_bool', 'as_choice', 'as_string', 'seconds']
+           'as_floats', 'as_bool', 'as_choice', 'as_string', 'payload_model', 'seconds']
 
 # The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -68,7 +68,10 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
 def declare_robot(node):
     """Declare the `robot.*` parameters and build the model (warnings go to the log)."""
     for key, description in ROBOT_PARAMETERS:
-        declare(node, 'robot.' + key, None, description, read_only=True)
+        live = key.startswith('payload.')      # settable at runtime (the nodes rebuild)
+        suffix = '; settable at runtime' if live else ''
+        declare(node, 'robot.' + key, None, description + suffix, read_only=not live,
+                minimum=0.0 if key == 'payload.mass' else None)
     # Other robot.* keys of the parameter file are passed on too: RobotModel names the
     # unknown ones in its error (or reads them, if it knows more keys than listed here).
     overrides = getattr(node, '_parameter_overrides', {}) or {}
@@ -107,6 +110,23 @@ def declare_joints(node, n):
         if name in names[:i]:
             raise ConfigurationError(f'joints[{i}]: duplicate name {name!r}')
     return names
+
+
+def payload_model(model, changes):
+    """`model` with the payload keys in `changes` (robot.payload.mass [kg], .com [m],
+    .inertia [kg m^2], last link frame) replaced; the others are kept."""
+    payload = model.payload
+    mass, com, inertia = payload.mass, payload.com, payload.inertia
+    if 'mass' in changes:
+        mass = as_float('robot.payload.mass', changes['mass'], minimum=0.0)
+    if 'com' in changes:
+        com = as_floats('robot.payload.com', changes['com'], 3)
+    if 'inertia' in changes:
+        inertia = as_floats('robot.payload.inertia', changes['inertia'], 6)
+    try:
+        return model.with_payload(mass, com, inertia)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def _is_number(value):
