@@ -144,6 +144,7 @@ class ComputedTorqueController(Node):
         self._stale = False          # states timed out (or time went back): re-sync and hold
         self._last_t = -math.inf     # reference time of the last cycle [s]
         self._last_stamp = None      # on_state: stamp of the last accepted /joint_states
+        self._last_now = -math.inf   # on_state: node clock when it was accepted
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0
@@ -327,14 +328,14 @@ class ComputedTorqueController(Node):
             return None
         last = self._last_stamp
         if last is not None and stamp < last:
-            if last - stamp <= CLOCK_RESET:
+            if last - stamp <= CLOCK_RESET and now >= self._last_now:
                 self._warn(f'joint_states.header.stamp went backwards ({stamp:.4f} s after '
                            f'{last:.4f} s); message dropped')
                 return None
             self.get_logger().warning(
-                f'joint_states.header.stamp jumped back {last - stamp:.3f} s (publisher '
-                'restarted?): re-synchronising')
-        self._last_stamp = stamp
+                f'joint_states.header.stamp jumped back {last - stamp:.3f} s (publisher or '
+                'clock restarted?): re-synchronising')
+        self._last_stamp, self._last_now = stamp, now
         return stamp
 
     @guarded('control cycle')
