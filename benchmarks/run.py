@@ -6,7 +6,8 @@ Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is 
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
 mean over a ~20 ms loop of calls); times are medians over the samples and each ratio is the
 median of the paired ratios, so that the load of a shared machine cancels. Every target is
-a ratio to the yardstick (issue 6): the table says what holds on this machine today. Pinocchio's results are checked against ours first.
+a ratio to the yardstick (issue 6): the table says what holds on this machine today.
+Pinocchio's results are checked against ours first.
 With numba installed, a second column times the optional accelerator (`set_backend('numba')`,
 models up to `dynamics.NUMBA_MAX_LINKS` links; its first run compiles and caches for
 minutes, the timed calls come after warm-up).
@@ -56,8 +57,9 @@ def random_chain(n, seed=0):
         Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
         moments = m / 5.0 * rng.uniform(0.01, 0.05, 3)
         moments = moments + moments.sum() * 0.1       # keep the triangle inequality
-        I = Q @ np.diag(moments) @ Q.T
-        inertia += [I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2]]
+        tensor = Q @ np.diag(moments) @ Q.T
+        inertia += [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1], tensor[1, 2],
+                    tensor[2, 2]]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', ModelWarning)
         return _random_chain_model(rng, n, mass, inertia)

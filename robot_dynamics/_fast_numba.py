@@ -38,8 +38,8 @@ def available():
 def cache_dir():
     base = os.environ.get('ROBOT_DYNAMICS_CACHE')
     if not base:
-        xdg = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'),
-                                                                  '.cache')
+        home_cache = os.path.join(os.path.expanduser('~'), '.cache')
+        xdg = os.environ.get('XDG_CACHE_HOME') or home_cache
         base = os.path.join(xdg, 'robot_dynamics')
     return base
 

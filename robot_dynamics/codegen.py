@@ -629,11 +629,11 @@ def force_to_parent(L, frame, n, f):
     return matvec(L.R0, n1), matvec(L.R0, f1)
 
 
-def inertia_to_parent(L, frame, I):
+def inertia_to_parent(L, frame, inertia):
     """Xᵀ I X: rotate by Rz(θ), shift to the parent origin, rotate by the placement R0."""
     c, s, p = frame
     R0 = plane_rotation_of(L.R0) or L.R0
-    return I.rotated(PlaneRotation(c, s, 0, 1)).shifted(p).rotated(R0)
+    return inertia.rotated(PlaneRotation(c, s, 0, 1)).shifted(p).rotated(R0)
 
 
 def trace_aba(g, model, q, qd, tau, wrench=None):
@@ -641,7 +641,7 @@ def trace_aba(g, model, q, qd, tau, wrench=None):
     the same passes as `algorithms.aba` with friction and armature of the model."""
     links = links_of(model)
     n = len(links)
-    frames, vel, cbias, IA, pA = [], [], [], [], []
+    frames, cbias, IA, pA = [], [], [], []
     ang, lin = [0.0] * 3, [0.0] * 3
     for i, L in enumerate(links):
         frame = L.joint(g, q[i])
@@ -653,11 +653,11 @@ def trace_aba(g, model, q, qd, tau, wrench=None):
         else:
             ang = vadd(ang, qz)
             cbias.append((cross(ang, qz), cross(lin, qz)))
-        I = body_inertia(L)
-        mom, frc = I.times(ang, lin)
+        body = body_inertia(L)
+        mom, frc = body.times(ang, lin)
         pA.append((vadd(cross(ang, mom), cross(lin, frc)), cross(ang, frc)))
         frames.append(frame)
-        IA.append(I)
+        IA.append(body)
     if wrench is not None:
         f, nm = tip_wrench(model, wrench)
         pA[n - 1] = (vadd(pA[n - 1][0], nm), vadd(pA[n - 1][1], f))
