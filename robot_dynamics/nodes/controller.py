@@ -23,8 +23,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_joints,
-                                             declare_robot, payload_model, seconds)
+                                             ConfigurationError, declare, declare_robot,
+                                             payload_model, seconds)
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
@@ -128,11 +128,17 @@ class ComputedTorqueController(Node):
 
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
+        self.model = None        # until the robot model exists (robot_description topic)
         try:
-            self._declare_parameters()
+            declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:
             self.destroy_node()
             raise
+
+    def _start(self, model, joints):
+        """The rest of the start-up, once the model exists."""
+        self.model, self.joints = model, joints
+        self._declare_parameters()
         self._swap = LawSwap()
         self._target = (self.law.model, self.law.kp, self.law.kd, self.effort_limits)
         n = self.model.n
@@ -159,9 +165,7 @@ class ComputedTorqueController(Node):
     # ------------------------------------------------------------------ parameters
 
     def _declare_parameters(self):
-        self.model = declare_robot(self)
         n = self.model.n
-        self.joints = declare_joints(self, n)
         self.control_rate = as_float('control_rate', declare(
             self, 'control_rate', 100.0, 'control loop rate in timer mode [Hz]',
             read_only=True, minimum=0.1, maximum=10000.0), positive=True)
@@ -489,14 +493,18 @@ def main(args=None):
         rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
         rclpy.try_shutdown()
         return 1
+    code = 0
     try:
         rclpy.spin(node)
+    except ConfigurationError as error:   # start-up after the URDF came on robot_description
+        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
+        code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
 
 
 if __name__ == '__main__':

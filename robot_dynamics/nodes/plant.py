@@ -31,8 +31,8 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_joints,
-                                             declare_robot, payload_model)
+                                             ConfigurationError, declare, declare_robot,
+                                             payload_model)
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -44,11 +44,18 @@ class PlantSimulator(Node):
 
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
+        self.model = None        # until the robot model exists (robot_description topic)
+        self.stopped = False
         try:
-            self._declare_parameters()
+            declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:
             self.destroy_node()
             raise
+
+    def _start(self, model, joints):
+        """The rest of the start-up, once the model exists."""
+        self.model, self.joints = model, joints
+        self._declare_parameters()
         n = self.model.n
         self._step = integration.METHODS[self.method]
         self._tau_command = np.zeros(n)
@@ -86,9 +93,7 @@ class PlantSimulator(Node):
     # ------------------------------------------------------------------ parameters
 
     def _declare_parameters(self):
-        self.model = declare_robot(self)
         n = self.model.n
-        self.joints = declare_joints(self, n)
         self.q = np.array(as_floats('initial_positions', declare(
             self, 'initial_positions', [0.0] * n, 'initial joint positions [rad | m]',
             read_only=True), n))
@@ -296,14 +301,18 @@ def main(args=None):
         rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
         rclpy.try_shutdown()
         return 1
+    code = 0
     try:
         rclpy.spin(node)
+    except ConfigurationError as error:   # start-up after the URDF came on robot_description
+        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
+        code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
 
 
 if __name__ == '__main__':

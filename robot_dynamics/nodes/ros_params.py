@@ -8,11 +8,14 @@ import warnings
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
 
 from robot_dynamics.model import RobotModel
 
-__all__ = ['ConfigurationError', 'declare', 'declare_robot', 'declare_joints', 'as_float',
-           'as_floats', 'as_bool', 'as_choice', 'as_string', 'payload_model', 'seconds']
+__all__ = ['ConfigurationError', 'declare', 'declare_robot', 'robot_model', 'check_joints',
+           'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
+           'as_string', 'payload_model', 'seconds']
 
 # The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -40,7 +43,8 @@ ROBOT_PARAMETERS = (
                         '[kg m^2]'),
     ('source', 'dh (default) or urdf'),
     ('urdf', 'with source urdf: the URDF text'),
-    ('urdf_file', 'with source urdf: path of the URDF file (absolute)'),
+    ('urdf_file', 'with source urdf: the URDF file: absolute path, relative to the working '
+                  'directory, file:// or package:// URI'),
     ('base_link', 'with source urdf: first link of the chain'),
     ('tip_link', 'with source urdf: last link of the chain'),
 )
@@ -65,8 +69,40 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
         raise ConfigurationError(f'{name}: {error}') from None
 
 
-def declare_robot(node):
-    """Declare the `robot.*` parameters and build the model (warnings go to the log)."""
+def declare_robot(node, start):
+    """Declare `robot.*`, `robot_description` and `joints`, build the model and call
+    ``start(model, joints)``: at once, or, with ``robot.source: urdf`` and no URDF among the
+    parameters, once a valid URDF arrives on the `robot_description` topic (transient local,
+    as robot_state_publisher serves it), from the executor; until then the node only
+    listens. Raises ConfigurationError for a bad parameter; returns True if started."""
+    block = _declare_robot_block(node)
+    description = declare(node, 'robot_description', None, 'URDF text (XML), e.g. what '
+                          'robot_state_publisher takes; the model when robot.source is urdf '
+                          'and neither robot.urdf nor robot.urdf_file is given',
+                          read_only=True)
+    joints = declare(node, 'joints', None, 'controlled joint names; the order of every '
+                     'per-joint array and of the effort command; with robot.source urdf '
+                     'default: the joints of the URDF chain', read_only=True)
+    if description is not None and not isinstance(description, str):
+        raise ConfigurationError(f'robot_description: expected the URDF text (a string), '
+                                 f'got {description!r}')
+    if block.get('source', 'dh') != 'urdf':
+        if description:
+            node.get_logger().info('robot_description ignored: robot.source is not urdf')
+    elif description:
+        if block.get('urdf') or block.get('urdf_file'):
+            raise ConfigurationError('robot_description and robot.urdf/robot.urdf_file: '
+                                     'both give the URDF; give one')
+        block['urdf'] = description
+    elif not (block.get('urdf') or block.get('urdf_file')):
+        node._robot_description_listener = RobotDescriptionListener(node, block, joints, start)
+        return False
+    start(*robot_model(node, block, joints))
+    return True
+
+
+def _declare_robot_block(node):
+    """Declare the `robot.*` parameters; their values as a flat dict ('payload.mass': ...)."""
     for key, description in ROBOT_PARAMETERS:
         live = key.startswith('payload.')      # settable at runtime (the nodes rebuild)
         suffix = '; settable at runtime' if live else ''
@@ -84,6 +120,12 @@ def declare_robot(node):
     if not block:
         raise ConfigurationError('robot: no robot parameters given (pass a parameter file '
                                  'with a "robot" block, e.g. --params-file puma560.yaml)')
+    return block
+
+
+def robot_model(node, block, joints):
+    """(model, joint names) from a robot block and the `joints` value (warnings go to the
+    log); ConfigurationError names the bad parameter."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         try:
@@ -92,24 +134,66 @@ def declare_robot(node):
             raise ConfigurationError(str(error)) from None
     for warning in caught:
         node.get_logger().warning(str(warning.message))
-    return model
+    return model, check_joints(joints, model)
 
 
-def declare_joints(node, n):
-    """The `joints` parameter: n unique non-empty names, the order of every array."""
-    value = declare(node, 'joints', None, 'controlled joint names; the order of every '
-                    'per-joint array and of the effort command', read_only=True)
-    if value is None:
+def check_joints(value, model):
+    """`joints`: n unique non-empty names; with a URDF model exactly its chain's joints in
+    chain order (default when not given), so that no array can be silently permuted."""
+    urdf_names = tuple(model.joint_names or ())
+    if value is None or (isinstance(value, (list, tuple)) and not value and urdf_names):
+        if urdf_names:
+            return urdf_names
         raise ConfigurationError('joints: missing (a list of joint names)')
     if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
         raise ConfigurationError(f'joints: expected a list of non-empty names, got {value!r}')
     names = tuple(value)
-    if len(names) != n:
-        raise ConfigurationError(f'joints: {len(names)} names for a robot with {n} joints')
+    if len(names) != model.n:
+        raise ConfigurationError(f'joints: {len(names)} names for a robot with {model.n} '
+                                 'joints')
     for i, name in enumerate(names):
         if name in names[:i]:
             raise ConfigurationError(f'joints[{i}]: duplicate name {name!r}')
+    if urdf_names and names != urdf_names:
+        raise ConfigurationError(f"joints: {list(names)} differ from the URDF chain's joints "
+                                 f'{list(urdf_names)} (omit joints to use those)')
     return names
+
+
+class RobotDescriptionListener:
+    """Waits for the URDF on `robot_description` (std_msgs/String, transient local); builds
+    the model from the first valid one and calls ``start(model, joints)`` once. An invalid
+    description is logged and the wait goes on; later descriptions are ignored."""
+
+    def __init__(self, node, block, joints, start):
+        self._node, self._block, self._joints, self._start = node, block, joints, start
+        self.started = False
+        self.last_error = None
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self._subscription = node.create_subscription(String, 'robot_description',
+                                                      self._on_description, qos)
+        node.get_logger().info(f'robot.source urdf: waiting for the URDF on '
+                               f'{self._subscription.topic_name} (transient local)')
+
+    def _on_description(self, msg):
+        if self.started:
+            self._node.get_logger().warning(
+                f'{self._subscription.topic_name}: new description ignored (the model is '
+                'built once; restart the node to use it)', throttle_duration_sec=10.0)
+            return
+        try:
+            model, joints = robot_model(self._node, {**self._block, 'urdf': msg.data},
+                                        self._joints)
+        except ConfigurationError as error:
+            self.last_error = str(error)
+            self._node.get_logger().error(f'{self._subscription.topic_name}: {error}; '
+                                          'waiting for a valid description')
+            return
+        self.started = True
+        self._node.get_logger().info(f'model from {self._subscription.topic_name}: '
+                                     f'{model.n} joints {list(joints)}')
+        self._start(model, joints)
 
 
 def payload_model(model, changes):
