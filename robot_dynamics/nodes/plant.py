@@ -135,7 +135,7 @@ class PlantSimulator(Node):
             positive=True)
         self.real_time_factor = as_float('real_time_factor', declare(
             self, 'real_time_factor', 1.0, 'with publish_clock: simulated s per wall s at '
-            'most; 0 = as fast as possible', read_only=True, minimum=0.0, maximum=1e6),
+            'most [1]; 0 = as fast as possible', read_only=True, minimum=0.0, maximum=1e6),
             minimum=0.0)
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
