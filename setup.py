@@ -16,7 +16,7 @@ setup(
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
-    extras_require={'test': ['pytest', 'hypothesis']},
+    extras_require={'test': ['pytest', 'hypothesis'], 'plot': ['matplotlib']},
     zip_safe=True,
     maintainer='Seed c3c1a8f9 maintainers',
     maintainer_email='maintainers@users.noreply.a-seed-c3c1a8f9.example',

@@ -9,9 +9,16 @@ exact positions, velocities and accelerations (so the controller's quintic segme
 reproduce the profile exactly).
 
     python -m robot_dynamics.nodes.sim --duration 5     # ends by itself, prints a summary
+    python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
+
+--csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
+controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
+measured position and the tracking error per joint (needs matplotlib: the `plot` extra).
 """
 
 import argparse
+import csv
+import functools
 import math
 import os
 import sys
@@ -38,6 +45,10 @@ LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
 LEE_GOAL_DEG = (45.0, 30.0, 0.0, 45.0, 60.0, 90.0)
 MOVE_DURATION = 2.0      # s, quintic
 MOVE_POINTS = 20         # trajectory points (exact q, q̇, q̈ of the profile at each)
+# --csv/--plot: the controller's state topics, recorded per control cycle (same stamp)
+RECORDED_TOPICS = ('feedback', 'reference', 'error', 'output')    # q, q_ref, error, effort
+RECORD_DEPTH = 1000
+CSV_QUANTITIES = ('q', 'q_ref', 'error', 'effort')
 
 
 def config_path(name):
@@ -98,15 +109,39 @@ class DemoMove(Node):
 
 
 class TrackingSummary(Node):
-    """Max and RMS of the controller's ~/error position, per joint, while it is moving."""
+    """Max and RMS of the controller's ~/error position, per joint, while it is moving;
+    with `record`, also every control cycle's q, q_ref, error and effort (`table`)."""
 
-    def __init__(self, controller='computed_torque_controller', **kwargs):
+    def __init__(self, controller='computed_torque_controller', record=False, **kwargs):
         super().__init__('tracking_summary', **kwargs)
         self.max = None
         self.sum_squares = None
         self.count = 0
         self.names = []
-        self.create_subscription(JointState, f'{controller}/error', self._on_error, 100)
+        self.recording = record
+        self.records = {}     # stamp [ns] -> {'feedback' | 'reference' | ...: values}
+        self.create_subscription(JointState, f'{controller}/error', self._on_error,
+                                 RECORD_DEPTH)
+        for topic in RECORDED_TOPICS if record else ():
+            if topic != 'error':     # heard by _on_error
+                self.create_subscription(JointState, f'{controller}/{topic}',
+                                         functools.partial(self._record, topic),
+                                         RECORD_DEPTH)
+
+    def _record(self, topic, msg):
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        values = msg.effort if topic == 'output' else msg.position
+        self.records.setdefault(stamp, {})[topic] = np.array(values, dtype=float)
+
+    def table(self):
+        """(t [s], q, q_ref, error, effort) of the control cycles heard on all four topics,
+        in time order; each array (cycles, n)."""
+        stamps = sorted(k for k, v in self.records.items() if len(v) == len(RECORDED_TOPICS))
+        t = np.array(stamps, dtype=float) * 1e-9
+        n = len(self.names)
+        columns = [np.array([self.records[k][topic] for k in stamps]).reshape(len(stamps), n)
+                   for topic in RECORDED_TOPICS]
+        return (t, *columns)
 
     def _on_error(self, msg):
         e = np.abs(np.array(msg.position))
@@ -117,6 +152,8 @@ class TrackingSummary(Node):
         self.max = np.maximum(self.max, e)
         self.sum_squares += e * e
         self.count += 1
+        if self.recording:
+            self._record('error', msg)
 
     def rms(self):
         return np.sqrt(self.sum_squares / max(self.count, 1))
@@ -152,6 +189,12 @@ def parse_args(argv):
     parser.add_argument('--real-time-factor', type=float, default=None,
                         help='simulated s per wall s at most; 0 = as fast as possible '
                         '(default 1, or 0 with --duration)')
+    parser.add_argument('--csv', metavar='PATH', default=None,
+                        help='write the run as CSV: time [s], per joint q, q_ref, error '
+                        '[rad | m] and effort [N m | N], one row per control cycle')
+    parser.add_argument('--plot', metavar='PATH', default=None,
+                        help='draw reference vs measured position and the tracking error per '
+                        'joint into an image (PNG, SVG, PDF by extension; needs matplotlib)')
     parser.add_argument('ros_args', nargs=argparse.REMAINDER,
                         help='--ros-args ... passed to rclpy')
     return parser.parse_args(argv)
@@ -175,7 +218,8 @@ def build_nodes(args, context=None):
         nodes.append(ComputedTorqueController(context=context, parameter_overrides=sim_time))
         nodes.append(DemoMove(context=context, parameter_overrides=sim_time + [
             Parameter('move_duration', value=float(args.move_duration))]))
-        nodes.append(TrackingSummary(context=context))
+        nodes.append(TrackingSummary(context=context, record=bool(
+            getattr(args, 'csv', None) or getattr(args, 'plot', None))))
     except Exception:
         for node in nodes:
             node.destroy_node()
@@ -198,6 +242,8 @@ def run(args, context=None, wall_limit=None):
             if wall_limit is not None and time.monotonic() - start > wall_limit:
                 break
             executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass                  # Ctrl-C: the run so far is still summarised and written
     finally:
         executor.shutdown()
         for node in (plant, controller, demo, summary):
@@ -205,8 +251,68 @@ def run(args, context=None, wall_limit=None):
     return summary, plant
 
 
+def write_csv(path, names, t, q, q_ref, error, effort):
+    """One row per control cycle: time, then q, q_ref, error, effort for every joint."""
+    header = ['time'] + [f'{quantity}_{name}' for quantity in CSV_QUANTITIES for name in names]
+    with open(path, 'w', newline='', encoding='utf-8') as stream:
+        writer = csv.writer(stream)
+        writer.writerow(header)
+        for row in zip(t, q, q_ref, error, effort):
+            writer.writerow([float(row[0])] + [float(v) for block in row[1:] for v in block])
+
+
+def matplotlib_figure():
+    """matplotlib's Figure class (no pyplot, no display needed), or None if not installed."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure
+
+
+def write_plot(path, names, t, q, q_ref, error):
+    """Per joint: reference and measured position (left), tracking error q_ref - q (right)."""
+    n = len(names)
+    figure = matplotlib_figure()(figsize=(10.0, 1.2 + 1.7 * n), layout='constrained')
+    axes = figure.subplots(n, 2, sharex=True, squeeze=False)
+    for i, name in enumerate(names):
+        position, tracking = axes[i]
+        position.plot(t, q_ref[:, i], color='0.75', linewidth=4.0, label='reference')
+        position.plot(t, q[:, i], color='tab:blue', linewidth=1.2, label='measured')
+        position.set_ylabel(f'{name}\n[rad | m]')
+        tracking.plot(t, error[:, i], color='tab:red')
+        tracking.axhline(0.0, color='0.8', linewidth=0.8)
+        tracking.ticklabel_format(axis='y', style='sci', scilimits=(-2, 2))
+    axes[0, 0].set_title('position: reference and measured')
+    axes[0, 0].legend(loc='best', fontsize='small')
+    axes[0, 1].set_title('tracking error q_ref - q [rad | m]')
+    for axis in axes[-1]:
+        axis.set_xlabel('time [s]')
+    figure.savefig(path, dpi=80)
+
+
+def write_outputs(args, summary):
+    """--csv and --plot from the recorded run; False (after one message) if nothing was
+    recorded."""
+    t, q, q_ref, error, effort = summary.table()
+    if not len(t):
+        print('no control cycles recorded: no --csv/--plot output written', file=sys.stderr)
+        return False
+    if args.csv:
+        write_csv(args.csv, summary.names, t, q, q_ref, error, effort)
+        print(f'wrote {len(t)} control cycles to {args.csv}')
+    if args.plot:
+        write_plot(args.plot, summary.names, t, q, q_ref, error)
+        print(f'wrote {args.plot}')
+    return True
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.plot and matplotlib_figure() is None:
+        print("error: --plot needs matplotlib (pip install matplotlib, or the package's "
+              "'plot' extra; apt: python3-matplotlib)", file=sys.stderr)
+        return 1
     robot_file = args.params_file or config_path('puma560.yaml')
     sim_file = args.sim_params_file or config_path('sim.yaml')
     ros_args = [a for a in args.ros_args if a != '--']
@@ -226,6 +332,8 @@ def main(argv=None):
     if args.duration is not None:
         print(f'simulated {plant.sim_time:.3f} s')
         print(summary.report())
+    if (args.csv or args.plot) and not write_outputs(args, summary):
+        return 1
     return 2 if plant.stopped else 0
 
 
