@@ -58,7 +58,16 @@ def get_backend():
     return _backend
 
 
-set_backend(os.environ.get('ROBOT_DYNAMICS_BACKEND', 'generated'))
+def _backend_from_environment():
+    name = os.environ.get('ROBOT_DYNAMICS_BACKEND', 'generated')
+    try:
+        set_backend(name)
+    except ValueError as error:
+        warnings.warn(f'ROBOT_DYNAMICS_BACKEND: {error}; using {_backend!r}', RuntimeWarning,
+                      stacklevel=2)
+
+
+_backend_from_environment()
 
 
 _F64 = np.dtype(float)

@@ -264,3 +264,18 @@ def test_numba_backend_works_without_a_writable_cache(monkeypatch, tmp_path, rng
     q, qd, qdd = random_state(rng, 2)
     assert_same(with_backend('numba', dynamics.gravity_torques, model, q),
                 with_backend('reference', dynamics.gravity_torques, model, q))
+
+
+def test_unknown_backend_in_the_environment_warns_and_keeps_generated():
+    code = ('import warnings; warnings.simplefilter("error")\n'
+            'try:\n    import robot_dynamics.dynamics\n'
+            'except RuntimeWarning as w:\n    print("warned:", w)\n')
+    env = dict(os.environ, ROBOT_DYNAMICS_BACKEND='fortran', PYTHONPATH=REPO)
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
+                         text=True, check=True, timeout=60)
+    assert 'ROBOT_DYNAMICS_BACKEND' in out.stdout and 'fortran' in out.stdout
+    code = ('import warnings; warnings.simplefilter("ignore")\n'
+            'from robot_dynamics import dynamics; print(dynamics.get_backend())')
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
+                         text=True, check=True, timeout=60)
+    assert out.stdout.strip() == 'generated'
