@@ -427,6 +427,12 @@ class RobotModel:
                                 'inertia': _urdf6(np.asarray(self._payload.inertia))}
         return block
 
+    def __getstate__(self):
+        """Pickle the description, not the compiled kernels cached by the fast path."""
+        state = dict(self.__dict__)
+        state.pop('_kernels', None)
+        return state
+
     def __repr__(self):
         kinds = ''.join('R' if jt == REVOLUTE else 'P' for jt in self._joint_types)
         source = f'{self._convention} DH' if self._source == 'dh' else self._source

@@ -3,6 +3,7 @@
 parameters reach the model (a ROS 2 parameter file, a flattened parameter dict) agree."""
 
 import math
+import pickle
 import re
 import warnings
 
@@ -316,3 +317,11 @@ def test_model_arrays_are_read_only(block):
     for array in (model.a, model.mass, model.inertia, model.chain.com):
         with pytest.raises(ValueError):
             array[0] = 1.0
+
+
+def test_a_model_that_has_been_used_pickles_and_gives_the_same_dynamics(block, rng):
+    model = RobotModel.from_params(block)
+    q, qd, qdd = rng.normal(size=(3, model.n))
+    tau = dynamics.inverse_dynamics(model, q, qd, qdd)      # compiles and caches kernels
+    copy = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(dynamics.inverse_dynamics(copy, q, qd, qdd), tau, rtol=1e-12)
