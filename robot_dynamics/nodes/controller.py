@@ -46,6 +46,7 @@ def guarded(what):
             try:
                 return method(self, *args)
             except Exception as error:  # noqa: B902 - the node must keep controlling
+                self.unexpected_errors += 1
                 self.get_logger().error(f'{what}: unexpected {type(error).__name__}: '
                                         f'{error}; dropped', throttle_duration_sec=THROTTLE)
                 return None
@@ -129,6 +130,7 @@ class ComputedTorqueController(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)
+        self.unexpected_errors = 0   # exceptions caught (and logged) by the callback guard
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:
