@@ -153,6 +153,7 @@ class ComputedTorqueController(Node):
         self._last_t = -math.inf     # reference time of the last cycle [s]
         self._last_stamp = None      # on_state: stamp of the last accepted /joint_states
         self._last_now = -math.inf   # on_state: node clock when it was accepted
+        self._last_raw = 0.0         # on_state: its header stamp as sent (0: not stamped)
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0
@@ -325,23 +326,26 @@ class ComputedTorqueController(Node):
     def _state_stamp(self, msg, now):
         """on_state: the time the cycle samples the reference at (the message stamp, or the
         node clock for stamp 0), or None if the message is to be dropped."""
-        stamp = seconds(msg.header.stamp)
-        if stamp <= 0.0:
-            stamp = now
+        raw = seconds(msg.header.stamp)
+        stamp = raw if raw > 0.0 else now
         if now > 0.0 and stamp > now + FUTURE_LIMIT:
             self._warn(f'joint_states.header.stamp {stamp:.3f} s is more than {FUTURE_LIMIT:g} '
                        f's ahead of the node clock ({now:.3f} s); message dropped')
             return None
         last = self._last_stamp
-        if last is not None and stamp < last:
-            if last - stamp <= CLOCK_RESET and now >= self._last_now:
+        # A stamped publisher sending stamp 0 restarted at simulated time 0 (its /clock may
+        # not have reached us yet); the node clock going back means the same.
+        restarted = (raw <= 0.0 < self._last_raw) or now < self._last_now
+        if last is not None and (stamp < last or restarted):
+            if last - stamp <= CLOCK_RESET and not restarted:
                 self._warn(f'joint_states.header.stamp went backwards ({stamp:.4f} s after '
                            f'{last:.4f} s); message dropped')
                 return None
             self.get_logger().warning(
-                f'joint_states.header.stamp jumped back {last - stamp:.3f} s (publisher or '
-                'clock restarted?): re-synchronising')
-        self._last_stamp, self._last_now = stamp, now
+                f'joint_states.header.stamp {raw:.4f} s after {last:.4f} s (publisher or clock '
+                'restarted?): re-synchronising')
+            self._stale = True
+        self._last_stamp, self._last_now, self._last_raw = stamp, now, raw
         return stamp
 
     @guarded('control cycle')
