@@ -24,7 +24,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             payload_model, seconds)
+                                             in_background, payload_model, seconds)
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
@@ -87,7 +87,8 @@ class LawSwap:
     A new model compiles its generated kernels on first use (tens of ms), so a payload change
     warms the new law up in a worker thread; only the latest accepted change is kept."""
 
-    def __init__(self):
+    def __init__(self, logger):
+        self._logger = logger
         self._lock = threading.Lock()
         self._generation = 0
         self._ready = None
@@ -99,8 +100,8 @@ class LawSwap:
         if warm:
             self._build(generation, model, kp, kd, limits, False)
         else:
-            threading.Thread(target=self._build, daemon=True, name='law_swap',
-                             args=(generation, model, kp, kd, limits, True)).start()
+            in_background(self._logger, self._build, generation, model, kp, kd, limits,
+                          True)
 
     def _build(self, generation, model, kp, kd, limits, warm_up):
         law = ComputedTorqueLaw(model, kp, kd)
@@ -141,7 +142,7 @@ class ComputedTorqueController(Node):
         """The rest of the start-up, once the model exists."""
         self.model, self.joints = model, joints
         self._declare_parameters()
-        self._swap = LawSwap()
+        self._swap = LawSwap(self.get_logger())
         self._target = (self.law.model, self.law.kp, self.law.kd, self.effort_limits)
         n = self.model.n
         self._index = {name: i for i, name in enumerate(self.joints)}

@@ -32,7 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             payload_model)
+                                             in_background, payload_model)
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -157,8 +157,7 @@ class PlantSimulator(Node):
         with self._model_lock:
             self._model_generation += 1
             generation = self._model_generation
-        threading.Thread(target=self._warm_up, args=(generation, model), daemon=True,
-                         name='plant_payload').start()
+        in_background(self.get_logger(), self._warm_up, generation, model)
         return SetParametersResult(successful=True)
 
     def _warm_up(self, generation, model):

@@ -3,6 +3,8 @@
 names the parameter (and index) for a bad parameter file."""
 
 import math
+import sys
+import threading
 import warnings
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
@@ -15,7 +17,7 @@ from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'robot_model', 'check_joints',
            'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
-           'as_string', 'payload_model', 'seconds']
+           'as_string', 'payload_model', 'in_background', 'seconds']
 
 # The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -211,6 +213,39 @@ def payload_model(model, changes):
         return model.with_payload(mass, com, inertia)
     except ValueError as error:
         raise ConfigurationError(str(error)) from None
+
+
+# While a model is built in the background, the GIL switch interval is 0.5 ms instead of
+# 5 ms: the executor thread, which releases the GIL at every rcl call, then waits at most that
+# long to get it back instead of up to 5 ms each time (README, "Safety and failure behaviour").
+BACKGROUND_SWITCH_INTERVAL = 0.0005
+_background_lock = threading.Lock()
+_background_count = [0, None]      # running builds, the interval before the first
+
+
+def in_background(logger, target, *args):
+    """Run target(*args) in a daemon thread, off the executor's thread (e.g. generating and
+    compiling the kernels of a new model), with a short GIL switch interval meanwhile; an
+    exception is logged as an error (the change is then not applied)."""
+    def run():
+        with _background_lock:
+            if _background_count[0] == 0:
+                _background_count[1] = sys.getswitchinterval()
+                sys.setswitchinterval(min(BACKGROUND_SWITCH_INTERVAL, _background_count[1]))
+            _background_count[0] += 1
+        try:
+            target(*args)
+        except Exception as error:  # noqa: B902 - reported, the node keeps running
+            logger.error(f'building the new model failed ({type(error).__name__}: {error}); '
+                         'the previous one stays in effect')
+        finally:
+            with _background_lock:
+                _background_count[0] -= 1
+                if _background_count[0] == 0:
+                    sys.setswitchinterval(_background_count[1])
+    thread = threading.Thread(target=run, daemon=True, name='robot_dynamics_build')
+    thread.start()
+    return thread
 
 
 def _is_number(value):
