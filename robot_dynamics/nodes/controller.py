@@ -24,7 +24,8 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             in_background, payload_model, seconds)
+                                             generate_kernel_sources, in_background,
+                                             payload_model, seconds)
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
@@ -106,6 +107,7 @@ class LawSwap:
     def _build(self, generation, model, kp, kd, limits, warm_up):
         law = ComputedTorqueLaw(model, kp, kd)
         if warm_up:
+            generate_kernel_sources(model, ('rnea',))
             zero = np.zeros(model.n)
             law.effort(zero, zero, zero, zero, zero)
         with self._lock:

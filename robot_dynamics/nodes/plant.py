@@ -32,7 +32,8 @@ from std_msgs.msg import Float64MultiArray
 from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             in_background, payload_model)
+                                             generate_kernel_sources, in_background,
+                                             payload_model)
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -161,6 +162,7 @@ class PlantSimulator(Node):
         return SetParametersResult(successful=True)
 
     def _warm_up(self, generation, model):
+        generate_kernel_sources(model, ('aba', 'rk4') if self.method == 'rk4' else ('aba',))
         zero = np.zeros(model.n)
         self._step(model, zero, zero, zero, self.dt)      # compiles the generated kernels
         with self._model_lock:
