@@ -129,6 +129,8 @@ def test_payload_on_plant_alone_degrades_holding_and_on_controller_too_restores_
     harness.spin_until(lambda: controller.law.model.payload.mass == PAYLOAD,
                        'the controller payload swap')
     restored = settled_error(harness, operator, cycles=300)
+    print(f'holding error: {baseline:.2e} -> {degraded:.4f} rad (plant payload) -> '
+          f'{restored:.2e} rad (controller payload too)')
     assert baseline < 1e-6
     assert degraded > 0.01
     assert restored < 1e-3 * degraded
