@@ -291,3 +291,34 @@ def test_bad_safety_parameters_in_the_file_stop_the_node_with_one_message(
     assert len(errors) == 1, result.stderr
     assert fragment in errors[0]
     assert 'Traceback' not in result.stderr
+
+
+def test_kernel_sources_from_the_child_process_equal_the_in_process_ones():
+    from robot_dynamics.model import RobotModel
+    from robot_dynamics.nodes.ros_params import generate_kernel_sources
+    model = RobotModel.from_yaml(PUMA).with_payload(2.0, PAYLOAD_COM)
+    assert generate_kernel_sources(model, ('rnea', 'aba'))
+    fresh = RobotModel.from_yaml(PUMA).with_payload(2.0, PAYLOAD_COM)
+    for name in ('rnea', 'aba'):
+        assert model.__dict__['_kernels'][('source', name)] == codegen.source(fresh, name)
+
+
+def test_a_failing_background_build_is_logged_and_restores_the_switch_interval():
+    from robot_dynamics.nodes.ros_params import in_background
+
+    class Logger:
+        errors = []
+
+        def error(self, text):
+            self.errors.append(text)
+
+    before = sys.getswitchinterval()
+    seen = []
+
+    def build():
+        seen.append(sys.getswitchinterval())
+        raise ZeroDivisionError('singular')
+    in_background(Logger(), build).join()
+    assert seen[0] < before
+    assert sys.getswitchinterval() == before
+    assert len(Logger.errors) == 1 and 'ZeroDivisionError: singular' in Logger.errors[0]
