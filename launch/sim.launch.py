@@ -1,23 +1,54 @@
-"""Closed-loop simulation: plant_simulator + computed_torque_controller + the demo move.
+"""Closed-loop simulation: plant_simulator + computed_torque_controller + the demo move, with
+robot_state_publisher (and RViz on request) when those packages are installed.
 
     ros2 launch robot_dynamics sim.launch.py [robot_params_file:=...] [sim_params_file:=...]
                                              [use_sim_time:=true] [namespace:=arm1]
+                                             [rviz:=true] [rviz_config:=...]
 
 The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0) deg -> (45, 30, 0, 45, 60, 90) deg on the
 PUMA 560, a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent
 once the controller holds its start position. With use_sim_time:=true (default) the plant
 publishes /clock and runs in lock-step with the controller; with false both run on the
-wall clock.
+wall clock. robot_state_publisher gets the URDF of the robot file (generated from the DH
+model, joints named by its `joints`; or the file's own URDF with robot.source urdf) and
+turns /joint_states into TF; RViz shows it with config/sim.rviz. A missing package is
+skipped with an info line.
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from robot_dynamics.nodes import bringup
+
+
+def visual_nodes(context, installed=bringup.package_installed):
+    """robot_state_publisher and RViz, or an info line for each that is not installed."""
+    rviz = bringup.launch_flag(LaunchConfiguration('rviz').perform(context))
+    start, skipped = bringup.visual_plan(rviz, installed)
+    actions = [LogInfo(msg=line) for line in skipped]
+    namespace = LaunchConfiguration('namespace').perform(context)
+    sim_time = {'use_sim_time': bringup.launch_flag(
+        LaunchConfiguration('use_sim_time').perform(context))}
+    if bringup.ROBOT_STATE_PUBLISHER in start:
+        description = bringup.robot_description(
+            LaunchConfiguration('robot_params_file').perform(context))
+        actions.append(Node(
+            package='robot_state_publisher', executable='robot_state_publisher',
+            name='robot_state_publisher', namespace=namespace, output='screen',
+            parameters=[{'robot_description': ParameterValue(description, value_type=str)},
+                        sim_time]))
+    if bringup.RVIZ in start:
+        actions.append(Node(
+            package='rviz2', executable='rviz2', name='rviz2', namespace=namespace,
+            output='screen', arguments=['-d', LaunchConfiguration('rviz_config').perform(context)],
+            parameters=[sim_time]))
+    return actions
 
 
 def generate_launch_description():
@@ -38,7 +69,13 @@ def generate_launch_description():
             'use_sim_time', default_value='true',
             description='true: the plant publishes /clock and runs in lock-step'),
         DeclareLaunchArgument('namespace', default_value='',
-                              description='namespace of all three nodes'),
+                              description='namespace of all nodes'),
+        DeclareLaunchArgument(
+            'rviz', default_value='false',
+            description='true: start RViz (if rviz2 is installed) with rviz_config'),
+        DeclareLaunchArgument(
+            'rviz_config', default_value=os.path.join(config, 'sim.rviz'),
+            description='RViz configuration (RobotModel + TF, fixed frame base_link)'),
         Node(package='robot_dynamics', executable='plant', name='plant_simulator',
              namespace=namespace, output='screen',
              parameters=[robot_params, sim_params, {'publish_clock': use_sim_time}]),
@@ -48,4 +85,5 @@ def generate_launch_description():
         Node(package='robot_dynamics', executable='demo_move', name='demo_move',
              namespace=namespace, output='screen',
              parameters=[robot_params, sim_params, sim_time]),
+        OpaqueFunction(function=visual_nodes),
     ])

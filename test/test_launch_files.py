@@ -1,23 +1,32 @@
 """Launch files and packaging, checked statically (parsed with ast: every executable, file
 and launch argument they reference exists; package.xml declares every third-party import;
-setup.py installs what `ros2 launch` needs) and, where `launch`/`launch_ros` and a colcon
-install are available, really launched (skipped cleanly otherwise: neither is on PyPI)."""
+setup.py installs what `ros2 launch` needs), the optional robot_state_publisher/RViz
+bring-up (which packages start, the robot_description they get, config/sim.rviz), and,
+where `launch`/`launch_ros` and a colcon install are available, the actions sim.launch.py
+generates and a real launch (skipped cleanly otherwise: neither is on PyPI)."""
 
 import ast
 import glob
 import importlib
+import importlib.util
 import os
+import signal
+import subprocess
 import sys
-import threading
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 import yaml
 
+from robot_dynamics.nodes import bringup
+from robot_dynamics.urdf import parse_urdf
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_FILES = sorted(glob.glob(os.path.join(REPO, 'launch', '*.py')))
 # rosdep keys of Python modules whose import name differs from the key
 ROSDEP_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml'}
+SIM_LAUNCH = os.path.join(REPO, 'launch', 'sim.launch.py')
+UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
 
 
 def parse(path):
@@ -65,13 +74,19 @@ def test_there_are_launch_files_named_for_ros2_launch():
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
-def test_launch_file_executables_are_console_scripts_of_this_package(path):
+def test_launch_file_executables_are_console_scripts_or_optional_packages(path):
+    """Our nodes are console scripts; other packages only the optional visual ones, which
+    the launch file starts only when the ament index has them (bringup.visual_plan)."""
     scripts = console_scripts()
     nodes = list(calls(parse(path), 'Node'))
     assert nodes
     for node in nodes:
-        assert keyword(node, 'package') == 'robot_dynamics'
-        assert keyword(node, 'executable') in scripts, keyword(node, 'executable')
+        package = keyword(node, 'package')
+        if package == 'robot_dynamics':
+            assert keyword(node, 'executable') in scripts, keyword(node, 'executable')
+        else:
+            assert package in bringup.OPTIONAL_PACKAGES, package
+            assert keyword(node, 'executable') == {'rviz2': 'rviz2'}.get(package, package)
 
 
 def test_console_scripts_point_at_existing_functions():
@@ -93,10 +108,99 @@ def test_launch_arguments_used_are_declared(path):
 def test_config_files_referenced_exist_and_are_installed(path):
     referenced = {node.value for node in ast.walk(parse(path))
                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                  and node.value.endswith('.yaml')}
+                  and node.value.endswith(('.yaml', '.rviz'))}
     assert referenced
-    installed = {os.path.basename(p) for p in glob.glob(os.path.join(REPO, 'config', '*.yaml'))}
+    installed = {os.path.basename(p) for pattern in ('*.yaml', '*.rviz')
+                 for p in glob.glob(os.path.join(REPO, 'config', pattern))}
     assert referenced <= installed, referenced - installed
+
+
+def test_sim_launch_file_declares_the_visual_arguments_rviz_off_by_default():
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    assert {'rviz', 'rviz_config', 'robot_params_file', 'use_sim_time', 'namespace'} <= set(
+        defaults)
+    assert defaults['rviz'] == 'false'
+    tree = parse(SIM_LAUNCH)
+    functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    opaque = [kw.value.id for c in calls(tree, 'OpaqueFunction') for kw in c.keywords
+              if kw.arg == 'function']
+    assert opaque == ['visual_nodes'] and 'visual_nodes' in functions
+
+
+def test_sim_rviz_config_shows_robot_model_and_tf_in_base_link():
+    with open(os.path.join(REPO, 'config', 'sim.rviz'), encoding='utf-8') as stream:
+        config = yaml.safe_load(stream)
+    manager = config['Visualization Manager']
+    displays = {d['Class']: d for d in manager['Displays']}
+    model = displays['rviz_default_plugins/RobotModel']
+    assert model['Value'] is True and displays['rviz_default_plugins/TF']['Value'] is True
+    topic = model['Description Topic']
+    assert topic['Value'].lstrip('/') == 'robot_description'
+    assert topic['Durability Policy'] == 'Transient Local'   # as robot_state_publisher
+    assert manager['Global Options']['Fixed Frame'] == 'base_link'
+
+
+def movable_joint_names(urdf_text):
+    return [j.name for j in parse_urdf(urdf_text).joints.values()
+            if j.type in ('revolute', 'continuous', 'prismatic')]
+
+
+def test_robot_description_of_a_dh_preset_has_its_joints_and_the_rviz_fixed_frame():
+    path = os.path.join(REPO, 'config', 'puma560.yaml')
+    with open(path, encoding='utf-8') as stream:
+        joints = yaml.safe_load(stream)['/**']['ros__parameters']['joints']
+    text = bringup.robot_description(path)
+    assert movable_joint_names(text) == joints
+    robot = parse_urdf(text)
+    children = {j.child for j in robot.joints.values()}
+    assert 'base_link' in robot.links and 'base_link' not in children    # the root
+
+
+def test_robot_description_of_a_urdf_robot_file_is_that_urdf(tmp_path):
+    params = tmp_path / 'ur5.yaml'
+    params.write_text(yaml.safe_dump({'/**': {'ros__parameters': {'robot': {
+        'source': 'urdf', 'urdf_file': UR5, 'base_link': 'base_link', 'tip_link': 'tool0'}}}}))
+    with open(UR5, encoding='utf-8') as stream:
+        assert bringup.robot_description(str(params)) == stream.read()
+
+
+@pytest.mark.parametrize('rviz, installed, started', [
+    (False, {'robot_state_publisher', 'rviz2'}, ['robot_state_publisher']),
+    (True, {'robot_state_publisher', 'rviz2'}, ['robot_state_publisher', 'rviz2']),
+    (True, {'rviz2'}, ['rviz2']),
+    (True, set(), []),
+    (False, set(), []),
+])
+def test_visual_plan_starts_what_is_asked_for_and_installed_and_names_the_rest(
+        rviz, installed, started):
+    start, skipped = bringup.visual_plan(rviz, installed.__contains__)
+    assert start == started
+    wanted = ['robot_state_publisher'] + (['rviz2'] if rviz else [])
+    missing = [p for p in wanted if p not in installed]
+    assert len(skipped) == len(missing)
+    assert all(p in line and 'not installed' in line for p, line in zip(missing, skipped))
+
+
+def test_package_installed_asks_the_ament_index(tmp_path, monkeypatch):
+    pytest.importorskip('ament_index_python')
+    marker = tmp_path / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    marker.mkdir(parents=True)
+    (marker / 'rviz2').write_text('')
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path))
+    assert bringup.package_installed('rviz2')
+    assert not bringup.package_installed('robot_state_publisher')
+
+
+@pytest.mark.parametrize('text, value', [('true', True), ('False', False), ('1', True),
+                                         ('no', False)])
+def test_launch_flag_reads_launch_booleans(text, value):
+    assert bringup.launch_flag(text) is value
+
+
+def test_launch_flag_refuses_other_text():
+    with pytest.raises(ValueError, match='maybe'):
+        bringup.launch_flag('maybe')
 
 
 def test_sim_params_sections_name_nodes_of_the_sim_launch_file():
@@ -104,12 +208,15 @@ def test_sim_params_sections_name_nodes_of_the_sim_launch_file():
         REPO, 'launch', 'sim.launch.py')), 'Node')}
     with open(os.path.join(REPO, 'config', 'sim.yaml'), encoding='utf-8') as stream:
         sections = set(yaml.safe_load(stream))
-    assert sections <= names | {'/**'}, sections - names
+    assert all(section.startswith('/**/') for section in sections), sections  # any namespace
+    nodes = {section[len('/**/'):] for section in sections}
+    assert nodes <= names, nodes - names
 
 
 def test_setup_installs_launch_config_package_xml_and_marker():
     source = open(os.path.join(REPO, 'setup.py'), encoding='utf-8').read()
-    for needed in ("glob('launch/*.launch.py')", "glob('config/*.yaml')", "'package.xml'",
+    for needed in ("glob('launch/*.launch.py')", "glob('config/*.yaml')",
+                   "glob('config/*.rviz')", "'package.xml'",
                    "'resource/' + package_name", 'extras_require'):
         assert needed in source, needed
     assert 'tests_require' not in source
@@ -156,27 +263,86 @@ def test_package_xml_declares_every_runtime_import():
     assert not missing, missing
 
 
-def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal():
+def sim_launch_module():
+    spec = importlib.util.spec_from_file_location('sim_launch', SIM_LAUNCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize('rviz, installed', [
+    ('true', {'robot_state_publisher', 'rviz2'}), ('false', {'robot_state_publisher', 'rviz2'}),
+    ('true', set()), ('true', {'rviz2'}),
+])
+def test_sim_launch_visual_actions_are_nodes_of_installed_packages_or_info_lines(
+        rviz, installed):
+    """The OpaqueFunction of sim.launch.py, evaluated as `ros2 launch` would: Node actions
+    for what is installed (robot_description = the robot file's URDF, joints = `joints`,
+    namespace and use_sim_time passed on), a LogInfo for each package that is not."""
     launch = pytest.importorskip('launch')
+    pytest.importorskip('launch_ros')
+    from launch_ros.actions import Node
+    from launch_ros.utilities import evaluate_parameters
+    context = launch.LaunchContext()
+    context.launch_configurations.update({
+        'rviz': rviz, 'namespace': 'arm1', 'use_sim_time': 'true', 'rviz_config': '/c/x.rviz',
+        'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml')})
+    actions = sim_launch_module().visual_nodes(context, installed=installed.__contains__)
+    nodes = {a.node_package: a for a in actions if isinstance(a, Node)}
+    infos = [a for a in actions if isinstance(a, launch.actions.LogInfo)]
+    expected, skipped = bringup.visual_plan(rviz == 'true', installed.__contains__)
+    assert sorted(nodes) == sorted(expected) and len(infos) == len(skipped)
+    for node in nodes.values():
+        node._perform_substitutions(context)
+        assert node.expanded_node_namespace == '/arm1'
+        # launch_ros keeps a Node's parameters private; evaluate them as it does itself
+        parameters = {}
+        for entry in evaluate_parameters(context, node._Node__parameters):
+            parameters.update(entry)
+        assert parameters['use_sim_time'] is True
+        if node.node_package == 'robot_state_publisher':
+            assert movable_joint_names(parameters['robot_description']) == [
+                f'joint_{i}' for i in range(1, 7)]
+        else:
+            assert node._Node__arguments == ['-d', '/c/x.rviz']
+
+
+LAUNCH_SCRIPT = """
+import sys
+import launch
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+service = launch.LaunchService()
+service.include_launch_description(IncludeLaunchDescription(
+    PythonLaunchDescriptionSource(sys.argv[1]),
+    launch_arguments=[arg.split(':=', 1) for arg in sys.argv[2:]]))
+sys.exit(service.run())
+"""
+
+
+def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal(tmp_path):
+    """`ros2 launch robot_dynamics sim.launch.py rviz:=true` as a subprocess (LaunchService
+    must own its main thread): the demo reaches its goal; robot_state_publisher and rviz2
+    start, or, where they are not installed, are skipped with an info line each."""
+    pytest.importorskip('launch')
     pytest.importorskip('launch_ros')
     from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
     try:
         share = get_package_share_directory('robot_dynamics')
     except PackageNotFoundError:
         pytest.skip('robot_dynamics is not installed in an ament prefix (colcon build)')
-    from launch.actions import IncludeLaunchDescription
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from std_msgs.msg import Bool, String
 
-    from ros_testing import RosHarness
+    from ros_testing import RosHarness    # sets this process's ROS_DOMAIN_ID: inherited
     namespace = f'launch_test_{os.getpid()}'
-    service = launch.LaunchService()
-    service.include_launch_description(IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, 'launch', 'sim.launch.py')),
-        launch_arguments={'namespace': namespace}.items()))
-    thread = threading.Thread(target=service.run, daemon=True)
+    log = tmp_path / 'launch.log'
     harness = RosHarness()
+    with open(log, 'w', encoding='utf-8') as output:
+        process = subprocess.Popen(
+            [sys.executable, '-c', LAUNCH_SCRIPT, os.path.join(share, 'launch', 'sim.launch.py'),
+             f'namespace:={namespace}', 'rviz:=true'], stdout=output,
+            stderr=subprocess.STDOUT, start_new_session=True)
     try:
         node = harness.add(__import__('rclpy').create_node('launch_probe',
                                                            context=harness.context))
@@ -187,10 +353,27 @@ def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal():
                                  lambda m: reached.append(m.data), latched)
         node.create_subscription(String, f'{prefix}/status',
                                  lambda m: status.append(m.data), latched)
-        thread.start()
-        harness.spin_until(lambda: 'finished' in status and reached and reached[-1],
+        harness.spin_until(lambda: 'finished' in status and reached and reached[-1]
+                           or process.poll() is not None,
                            'the demo move to reach its goal', wall_limit=120.0)
+        assert process.poll() is None, log.read_text()
     finally:
-        service.shutdown()
-        thread.join(timeout=30.0)
+        stop(process)
         harness.close()
+    text = log.read_text()
+    for package in bringup.OPTIONAL_PACKAGES:
+        started = f'[{package}-' in text
+        skipped = f'{package} is not installed: not started' in text
+        assert started != skipped, (package, text)
+        assert started == bringup.package_installed(package)
+
+
+def stop(process):
+    """SIGINT to the launch process (it stops its nodes), then SIGKILL to the group."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30.0)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

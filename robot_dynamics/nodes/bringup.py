@@ -1,0 +1,62 @@
+"""What launch/sim.launch.py needs besides our own nodes, without importing `launch`: the
+robot_description URDF of a parameter file, and which of the optional visualisation
+packages (robot_state_publisher, rviz2) to start, asked of the ament index, so the launch
+file still works, with an info line, when they are not installed."""
+
+import warnings
+
+from robot_dynamics.model import RobotModel
+from robot_dynamics.urdf import read_urdf_file, urdf_from_parameter_file
+
+ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
+RVIZ = 'rviz2'
+OPTIONAL_PACKAGES = (ROBOT_STATE_PUBLISHER, RVIZ)
+
+
+def package_installed(name):
+    """True if the ament index (AMENT_PREFIX_PATH) has package `name`."""
+    try:
+        from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+    except ImportError:
+        return False
+    try:
+        get_package_prefix(name)
+    except (PackageNotFoundError, ValueError, LookupError):
+        return False
+    return True
+
+
+def robot_description(params_file):
+    """The URDF for robot_state_publisher of the robot in a parameter file: the URDF itself
+    for ``robot.source: urdf`` (meshes and all), otherwise the one generated from the DH
+    model (`robot_dynamics.urdf.model_to_urdf`), joints named by the file's `joints`.
+    Raises ValueError (or OSError) when the file gives no usable robot. Model warnings are
+    left to the nodes, which log them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = RobotModel.from_yaml(params_file)
+        if model.source == 'urdf':
+            params = model.to_params()
+            return params.get('urdf') or read_urdf_file(params['urdf_file'])
+        return urdf_from_parameter_file(params_file)
+
+
+def visual_plan(rviz, installed=package_installed):
+    """(packages to start, info lines for those skipped): robot_state_publisher always,
+    rviz2 when `rviz` is true; each only if `installed(package)`."""
+    wanted = [ROBOT_STATE_PUBLISHER] + ([RVIZ] if rviz else [])
+    start = [package for package in wanted if installed(package)]
+    skipped = [f'{package} is not installed: not started (apt install '
+               f'ros-$ROS_DISTRO-{package.replace("_", "-")})'
+               for package in wanted if package not in start]
+    return start, skipped
+
+
+def launch_flag(text):
+    """A launch argument's 'true'/'false' (any case, also 1/0, yes/no) as a bool."""
+    value = str(text).strip().lower()
+    if value in ('true', '1', 'yes', 'on'):
+        return True
+    if value in ('false', '0', 'no', 'off', ''):
+        return False
+    raise ValueError(f'expected true or false, got {text!r}')
