@@ -36,19 +36,27 @@ def visual_nodes(context, installed=bringup.package_installed):
     sim_time = {'use_sim_time': bringup.launch_flag(
         LaunchConfiguration('use_sim_time').perform(context))}
     if bringup.ROBOT_STATE_PUBLISHER in start:
-        description = bringup.robot_description(
-            LaunchConfiguration('robot_params_file').perform(context))
-        actions.append(Node(
-            package='robot_state_publisher', executable='robot_state_publisher',
-            name='robot_state_publisher', namespace=namespace, output='screen',
-            parameters=[{'robot_description': ParameterValue(description, value_type=str)},
-                        sim_time]))
+        actions.append(robot_state_publisher(context, namespace, sim_time))
     if bringup.RVIZ in start:
         actions.append(Node(
             package='rviz2', executable='rviz2', name='rviz2', namespace=namespace,
             output='screen', arguments=['-d', LaunchConfiguration('rviz_config').perform(context)],
             parameters=[sim_time]))
     return actions
+
+
+def robot_state_publisher(context, namespace, sim_time):
+    """The node with the robot file's URDF, or an info line if the file has none."""
+    try:
+        description = bringup.robot_description(
+            LaunchConfiguration('robot_params_file').perform(context))
+    except (OSError, ValueError) as error:
+        return LogInfo(msg=f'robot_state_publisher not started: {error}')
+    return Node(
+        package='robot_state_publisher', executable='robot_state_publisher',
+        name='robot_state_publisher', namespace=namespace, output='screen',
+        parameters=[{'robot_description': ParameterValue(description, value_type=str)},
+                    sim_time])
 
 
 def generate_launch_description():

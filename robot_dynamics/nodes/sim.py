@@ -64,17 +64,20 @@ def config_path(name):
 
 
 class DemoMove(Node):
-    """Sends the demo move once the controller holds its start position (~/status)."""
+    """Sends the demo move once the controller holds its start position (~/status). Without
+    a `joints` parameter (robot.source urdf) it takes the controller's, from ~/reference."""
 
     def __init__(self, **kwargs):
         super().__init__('demo_move', **kwargs)
-        self.joints = tuple(declare(self, 'joints', None, 'joint names', read_only=True) or ())
+        self.joints = tuple(declare(self, 'joints', None, 'joint names (default: the '
+                                    "controller's)", read_only=True) or ())
         controller = as_string('controller', declare(
             self, 'controller', 'computed_torque_controller', 'controller node name',
             read_only=True))
-        n = len(self.joints)
-        if n != len(LEE_GOAL_DEG):
-            raise ConfigurationError(f'joints: the demo move is for 6 joints, got {n}')
+        n = len(LEE_GOAL_DEG)
+        if self.joints and len(self.joints) != n:
+            raise ConfigurationError(f'joints: the demo move is for {n} joints, got '
+                                     f'{len(self.joints)}')
         self.start = np.array(as_floats('start_positions', declare(
             self, 'start_positions', [math.radians(v) for v in LEE_START_DEG],
             "where the move starts (the plant's initial_positions) [rad]", read_only=True), n))
@@ -89,15 +92,29 @@ class DemoMove(Node):
         self._publisher = self.create_publisher(JointTrajectory,
                                                 f'{controller}/joint_trajectory', 10)
         self.create_subscription(String, f'{controller}/status', self._on_status, latched)
+        self._reference = None if self.joints else self.create_subscription(
+            JointState, f'{controller}/reference', self._on_reference, 10)
         self._holding = False
         self.create_timer(0.05, self._maybe_send)
+
+    def _on_reference(self, msg):
+        if self.joints:
+            return
+        if len(msg.name) != len(self.goal):
+            self.get_logger().error(
+                f'the demo move is for {len(self.goal)} joints, the controller has '
+                f'{len(msg.name)}', throttle_duration_sec=10.0)
+            return
+        self.joints = tuple(msg.name)
+        self.get_logger().info(f'joints from the controller: {list(self.joints)}')
 
     def _on_status(self, msg):
         self._holding = msg.data == 'holding'
         self._maybe_send()
 
     def _maybe_send(self):
-        if self.sent or not self._holding or self._publisher.get_subscription_count() == 0:
+        if self.sent or not self._holding or not self.joints \
+                or self._publisher.get_subscription_count() == 0:
             return
         command = sample_profile('quintic', self.start, self.goal, self.duration, MOVE_POINTS,
                                  self.joints)
@@ -161,11 +178,12 @@ class TrackingSummary(Node):
     def report(self):
         if self.max is None:
             return 'no tracking error received'
+        width = max([10] + [len(name) for name in self.names])
         lines = [f'tracking error over {self.count} control cycles (rad or m):',
-                 f'{"joint":>10} {"max |e|":>12} {"RMS":>12}']
+                 f'{"joint":>{width}} {"max |e|":>12} {"RMS":>12}']
         for name, peak, rms in zip(self.names, self.max, self.rms()):
-            lines.append(f'{name:>10} {peak:12.3e} {rms:12.3e}')
-        lines.append(f'{"all":>10} {float(np.max(self.max)):12.3e}')
+            lines.append(f'{name:>{width}} {peak:12.3e} {rms:12.3e}')
+        lines.append(f'{"all":>{width}} {float(np.max(self.max)):12.3e}')
         return '\n'.join(lines)
 
 
