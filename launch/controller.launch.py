@@ -3,6 +3,10 @@ joint_state_broadcaster publishing /joint_states and an effort controller listen
 command_topic, default /effort_controller/commands).
 
     ros2 launch robot_dynamics controller.launch.py params_file:=/path/to/my_arm.yaml
+
+With `robot.source: urdf` in the parameter file and neither robot.urdf_file nor a
+robot_description parameter, the controller waits for the URDF on robot_description
+(transient local, as robot_state_publisher serves it); robot_description_topic remaps it.
 """
 
 import os
@@ -25,9 +29,14 @@ def generate_launch_description():
                               description='use /clock (simulators)'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='namespace of the controller'),
+        DeclareLaunchArgument(
+            'robot_description_topic', default_value='robot_description',
+            description='with robot.source urdf: where the URDF comes from (if the parameter '
+            'file gives none)'),
         Node(package='robot_dynamics', executable='controller',
              name='computed_torque_controller', namespace=LaunchConfiguration('namespace'),
              output='screen',
+             remappings=[('robot_description', LaunchConfiguration('robot_description_topic'))],
              parameters=[LaunchConfiguration('params_file'), {'use_sim_time': ParameterValue(
                  LaunchConfiguration('use_sim_time'), value_type=bool)}]),
     ])
