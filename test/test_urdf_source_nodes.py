@@ -157,6 +157,17 @@ def test_invalid_description_on_the_topic_is_reported_and_the_wait_goes_on(harne
     assert_ur5_model(controller)
 
 
+def test_payload_set_while_waiting_for_the_description_is_in_the_model(harness):
+    operator = harness.add(Operator(harness.context))
+    controller = harness.add(ComputedTorqueController(
+        context=harness.context, parameter_overrides=CHAIN + CONTROL))
+    result, = controller.set_parameters([Parameter('robot.payload.mass', value=2.5)])
+    assert result.successful
+    operator.description.publish(String(data=ur5_text()))
+    harness.spin_until(lambda: controller.model is not None, 'the model')
+    assert controller.model.payload.mass == 2.5
+
+
 def test_bad_node_parameter_after_the_topic_description_ends_the_spin_with_its_name(harness):
     operator = harness.add(Operator(harness.context))
     operator.description.publish(String(data=ur5_text()))

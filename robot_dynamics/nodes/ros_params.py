@@ -102,7 +102,7 @@ def declare_robot(node, start):
                                      'both give the URDF; give one')
         block['urdf'] = description
     elif not (block.get('urdf') or block.get('urdf_file')):
-        node._robot_description_listener = RobotDescriptionListener(node, block, joints, start)
+        node._robot_description_listener = RobotDescriptionListener(node, joints, start)
         return False
     start(*robot_model(node, block, joints))
     return True
@@ -121,13 +121,18 @@ def _declare_robot_block(node):
     for name in sorted(overrides):
         if name.startswith('robot.') and not node.has_parameter(name):
             declare(node, name, None, 'robot model parameter', read_only=True)
-    block = {key: parameter.value
-             for key, parameter in node.get_parameters_by_prefix('robot').items()
-             if parameter.type_ != Parameter.Type.NOT_SET}
+    block = robot_block(node)
     if not block:
         raise ConfigurationError('robot: no robot parameters given (pass a parameter file '
                                  'with a "robot" block, e.g. --params-file puma560.yaml)')
     return block
+
+
+def robot_block(node):
+    """The current `robot.*` values, flat ('payload.mass': ...), unset ones left out."""
+    return {key: parameter.value
+            for key, parameter in node.get_parameters_by_prefix('robot').items()
+            if parameter.type_ != Parameter.Type.NOT_SET}
 
 
 def robot_model(node, block, joints):
@@ -172,8 +177,8 @@ class RobotDescriptionListener:
     the model from the first valid one and calls ``start(model, joints)`` once. An invalid
     description is logged and the wait goes on; later descriptions are ignored."""
 
-    def __init__(self, node, block, joints, start):
-        self._node, self._block, self._joints, self._start = node, block, joints, start
+    def __init__(self, node, joints, start):
+        self._node, self._joints, self._start = node, joints, start
         self.started = False
         self.last_error = None
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -190,8 +195,9 @@ class RobotDescriptionListener:
                 'built once; restart the node to use it)', throttle_duration_sec=10.0)
             return
         try:
-            model, joints = robot_model(self._node, {**self._block, 'urdf': msg.data},
-                                        self._joints)
+            # the robot block as it is now: robot.payload.* may have been set meanwhile
+            model, joints = robot_model(self._node, {**robot_block(self._node),
+                                                     'urdf': msg.data}, self._joints)
         except ConfigurationError as error:
             self.last_error = str(error)
             self._node.get_logger().error(f'{self._subscription.topic_name}: {error}; '
