@@ -13,8 +13,6 @@ import threading
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import JointState
@@ -26,6 +24,7 @@ from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_fl
                                              ConfigurationError, declare, declare_robot,
                                              generate_kernel_sources, in_background,
                                              payload_model, seconds)
+from robot_dynamics.nodes.runner import run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
@@ -495,26 +494,7 @@ class ComputedTorqueController(Node):
 
 def main(args=None):
     """Entry point `controller`: exits 1 with one log line on a bad parameter file."""
-    rclpy.init(args=args)
-    try:
-        node = ComputedTorqueController()
-    except ConfigurationError as error:
-        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
-        rclpy.try_shutdown()
-        return 1
-    code = 0
-    try:
-        rclpy.spin(node)
-    except ConfigurationError as error:   # start-up after the URDF came on robot_description
-        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
-        code = 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
-
+    return run(ComputedTorqueController, NODE_NAME, args)
 
 if __name__ == '__main__':
     sys.exit(main())

@@ -21,9 +21,7 @@ import time
 from builtin_interfaces.msg import Time
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
@@ -34,6 +32,7 @@ from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_fl
                                              ConfigurationError, declare, declare_robot,
                                              generate_kernel_sources, in_background,
                                              payload_model)
+from robot_dynamics.nodes.runner import run
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -295,26 +294,7 @@ class PlantSimulator(Node):
 
 def main(args=None):
     """Entry point `plant`: exits 1 with one log line on a bad parameter file."""
-    rclpy.init(args=args)
-    try:
-        node = PlantSimulator()
-    except ConfigurationError as error:
-        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
-        rclpy.try_shutdown()
-        return 1
-    code = 0
-    try:
-        rclpy.spin(node)
-    except ConfigurationError as error:   # start-up after the URDF came on robot_description
-        rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
-        code = 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
-
+    return run(PlantSimulator, NODE_NAME, args)
 
 if __name__ == '__main__':
     sys.exit(main())
