@@ -301,12 +301,14 @@ def test_partial_joint_set_with_allow_partial_joints_goal_moves_those_and_holds_
         harness, robot):
     partial = start_controller(harness, '/partial', allow_partial_joints_goal=True)
     partial.set_clock(robot.now_ns)
-    partial.last = partial.cycle(HOME)
-    goal = HOME + DELTA
-    line = partial.send(move(goal[[2, 0]], 0.3, joints=['joint_3', 'joint_1']))
-    assert 'accepted' in line, line
-    cycles = partial.follow(round(0.3 / PERIOD))
-    robot.now_ns = partial.now_ns           # the module's one simulated clock
+    try:
+        partial.last = partial.cycle(HOME)
+        goal = HOME + DELTA
+        line = partial.send(move(goal[[2, 0]], 0.3, joints=['joint_3', 'joint_1']))
+        assert 'accepted' in line, line
+        cycles = partial.follow(round(0.3 / PERIOD))
+    finally:
+        robot.now_ns = partial.now_ns       # the module's one simulated clock runs on
     assert heads_for(cycles[0], HOME, goal, joints=[0, 2])
     np.testing.assert_allclose(cycles[-1].q_d[[0, 2]], goal[[0, 2]], rtol=0, atol=1e-12)
     for cycle in cycles:
