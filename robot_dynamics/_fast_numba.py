@@ -12,7 +12,10 @@ process.
 The compiled kernels take float64 arrays: '<name>_one' maps one state (n,) to an (n,)
 array, or to an empty array if the result is not finite (the caller then asks the
 reference path); '<name>_batch' loops over the rows of (B, n) arrays into an output (B, n)
-array; 'rk4_one' returns a (2, n) array (q, q̇ after the step), or an empty one.
+array; 'rk4_one' returns a (2, n) array (q, q̇ after the step), or an empty one. Each
+takes the last body's inertial parameters as a trailing float64 array (`body_array`, in
+the order of `codegen.BODY`), so that the compiled code is shared by the models
+`with_payload` derives from one another (and its on-disk source is the same file).
 """
 
 import hashlib
@@ -20,6 +23,8 @@ import importlib.util
 import os
 import sys
 import types
+
+import numpy as np
 
 from robot_dynamics import codegen
 
@@ -45,8 +50,9 @@ def cache_dir():
 
 
 def kernel(model, name):
-    """The numba-compiled kernel `name`: '<codegen kernel>_one' or '<kernel>_batch'."""
-    cache = model.__dict__.setdefault('_kernels', {})
+    """The numba-compiled kernel `name`: '<codegen kernel>_one' or '<kernel>_batch'; call
+    it with `body_array(model)` as the argument after the states."""
+    cache = codegen.shared_cache(model)
     key = (name, 'numba')
     fn = cache.get(key)
     if fn is None:
@@ -54,11 +60,27 @@ def kernel(model, name):
     return fn
 
 
+def body_array(model):
+    """The model's last-body parameters as a float64 array in `codegen.BODY` order."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    array = cache.get('body_array')
+    if array is None:
+        values = codegen.last_body_values(model)
+        array = cache['body_array'] = np.array([values[b] for b in codegen.BODY])
+    return array
+
+
+def _body_args(model, base):
+    """', body[i], ...' passing the parameters that kernel `base` takes."""
+    used = codegen.body_parameters(codegen.cached_source(model, base))
+    return ''.join(f', body[{codegen.BODY.index(b)}]' for b in used)
+
+
 def _module_source(model, name):
     base, _, suffix = name.rpartition('_')
-    parts = [codegen.source(model, base)]
+    parts = [codegen.cached_source(model, base)]
     if base == 'rk4':
-        parts.insert(0, codegen.source(model, 'aba'))
+        parts.insert(0, codegen.cached_source(model, 'aba'))
     parts.append(_batch_source(model, base) if suffix == 'batch' else _one_source(model, base))
     return _HEADER + '\n\n'.join(parts)
 
@@ -67,13 +89,15 @@ def _one_source(model, base):
     """One state -> a float64 array (empty if any entry is not finite)."""
     n = model.n
     if base == 'rk4':
-        lines = ['def rk4_one(q, qd, tau, dt):', '    a, b = rk4(q, qd, tau, dt)',
+        lines = ['def rk4_one(q, qd, tau, dt, body):',
+                 f'    a, b = rk4(q, qd, tau, dt{_body_args(model, base)})',
                  f'    out = np.empty((2, {n}))']
         lines += [f'    out[0, {j}] = a[{j}]\n    out[1, {j}] = b[{j}]' for j in range(n)]
         total = ' + '.join([f'a[{j}] + b[{j}]' for j in range(n)])
     else:
         params = _PARAMS[base]
-        lines = [f'def {base}_one({params}):', f'    r = {base}({params})',
+        lines = [f'def {base}_one({params}, body):',
+                 f'    r = {base}({params}{_body_args(model, base)})',
                  f'    out = np.empty({n})']
         lines += [f'    out[{j}] = r[{j}]' for j in range(n)]
         total = ' + '.join(f'r[{j}]' for j in range(n))
@@ -92,9 +116,9 @@ def _batch_source(model, base):
     params = _PARAMS[base]
     names = [p.strip() for p in params.split(',')]
     rows = ', '.join(f'{p}[b]' for p in names)
-    lines = [f'def {base}_batch({params}, out):',
+    lines = [f'def {base}_batch({params}, body, out):',
              f'    for b in range({names[0]}.shape[0]):',
-             f'        r = {base}({rows})']
+             f'        r = {base}({rows}{_body_args(model, base)})']
     lines += [f'        out[b, {j}] = r[{j}]' for j in range(model.n)]
     return '\n'.join(lines) + '\n'
 

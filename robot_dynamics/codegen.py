@@ -17,8 +17,15 @@ The result is Python source of one function per algorithm, e.g. for a 2-joint ar
 
 It runs unchanged on floats (one state, via `math`) and on numpy arrays (a batch: each
 variable is a (B,) array, via `numpy`). Source is compiled lazily, once per model and
-kernel, and cached on the model instance (``model.__dict__['_kernels']``; `with_payload`
-drops it). `source(model, name)` shows the code, `operation_counts` counts it.
+kernel. `source(model, name)` shows the code, `operation_counts` counts it.
+
+Payloads: the inertial parameters of the LAST body (mass, centre of mass, first moment,
+inertias; `BODY`, values from `last_body`) are not folded but trailing parameters of each
+kernel, e.g. ``def rnea(q, qd, qdd, b_m, b_c0, ...)``. The compiled code is cached in
+``model.__dict__['_kernel_code']``, which `RobotModel.with_payload` shares with the model it
+derives; each model binds its own values once as the defaults of its function objects
+(``model.__dict__['_kernels']``), so a payload change costs microseconds, not a new
+compilation, and a call passes nothing more.
 
 Kernels (all include the model's armature and friction, like the public functions):
     rnea, rnea_wrench   τ(q, q̇, q̈[, w])        inverse dynamics (Newton–Euler)
@@ -30,10 +37,11 @@ Kernels (all include the model's armature and friction, like the public function
 
 import ast
 import math
+import types
 
 import numpy as np
 
-__all__ = ['source', 'kernel', 'operation_counts', 'KERNELS']
+__all__ = ['source', 'kernel', 'operation_counts', 'KERNELS', 'BODY', 'last_body']
 
 KERNELS = ('rnea', 'rnea_wrench', 'bias', 'gravity', 'aba', 'aba_wrench', 'rk4')
 _SNAP = 1e-13          # constants this close to 0 or ±1 in rotations are taken as exact
@@ -431,10 +439,37 @@ def _tidy(values, scale=None):
     return [0.0 if abs(v) < _SNAP * scale else float(v) for v in values]
 
 
-def links_of(model):
+def links_of(model, g=None):
+    """The chain's links; with a graph `g`, the last body's inertial parameters are the
+    graph inputs named in BODY (runtime arguments, so that a payload needs no new code)."""
     chain = model.chain
-    return [Link(chain, i, float(model.armature[i]), float(model.viscous_friction[i]),
-                 float(model.coulomb_friction[i])) for i in range(model.n)]
+    links = [Link(chain, i, float(model.armature[i]), float(model.viscous_friction[i]),
+                  float(model.coulomb_friction[i])) for i in range(model.n)]
+    if g is not None:
+        last = links[-1]
+        last.m = g.input('b_m')
+        last.c = [g.input(f'b_c{i}') for i in range(3)]
+        last.h = [g.input(f'b_h{i}') for i in range(3)]
+        last.Ic = sym(lambda i, j: g.input(f'b_Ic{i}{j}'))
+        last.Io = sym(lambda i, j: g.input(f'b_Io{i}{j}'))
+    return links
+
+
+_UPPER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+BODY = (('b_m',) + tuple(f'b_c{i}' for i in range(3)) + tuple(f'b_h{i}' for i in range(3))
+        + tuple(f'b_Ic{i}{j}' for i, j in _UPPER) + tuple(f'b_Io{i}{j}' for i, j in _UPPER))
+
+
+def last_body(model):
+    """{name in BODY: float} of the model's last body (payload merged, body frame n):
+    mass m, centre of mass c, first moment h = m c, centroidal inertia Ic and the inertia
+    about the body origin Io = Ic + m (c·c 1 − c cᵀ) (parallel axes)."""
+    chain = model.chain
+    m, c, Ic = float(chain.mass[-1]), np.asarray(chain.com[-1]), np.asarray(chain.inertia[-1])
+    Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    values = [m] + c.tolist() + (m * c).tolist()
+    values += [float(Ic[i, j]) for i, j in _UPPER] + [float(Io[i, j]) for i, j in _UPPER]
+    return dict(zip(BODY, values))
 
 
 def tip_wrench(model, w):
@@ -461,7 +496,7 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
     `com_form[i]` chooses (the generator picks the cheaper per link). Backward pass
     f = F + f_child, n = N + n_child (+ c×F); τ = n_z or f_z (eq. 2-6). Zeros in q̇, q̈
     (bias, gravity kernels) are passed as the constant 0.0 and fold away."""
-    links = links_of(model)
+    links = links_of(model, g)
     n = len(links)
     com_form = [True] * n if com_form is None else com_form
     gravity = model.gravity if gravity is None else gravity
@@ -481,10 +516,10 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
         U = omega_matrix(w, wd)
         if com_form[i]:
             F = vscale(L.m, vadd(vd, matvec(U, L.c)))
-            N = vadd(matvec(L.Ic, wd), cross(w, matvec(L.Ic, w)))
+            N = vadd(matvec(L.Ic, wd), gyroscopic(L.Ic, w))
         else:
             F = vadd(vscale(L.m, vd), matvec(U, L.h))
-            N = vadd(vadd(matvec(L.Io, wd), cross(w, matvec(L.Io, w))), cross(L.h, vd))
+            N = vadd(vadd(matvec(L.Io, wd), gyroscopic(L.Io, w)), cross(L.h, vd))
         frames.append((c, s, p))
         wrenches.append((F, N))
     f, nm = tip_wrench(model, wrench) if wrench is not None else ([0.0] * 3, [0.0] * 3)
@@ -503,6 +538,19 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
         n1 = vadd(rot_z(c, s, nm), cross(p, f1))
         f, nm = matvec(L.R0, f1), matvec(L.R0, n1)
     return tau
+
+
+def gyroscopic(J, w):
+    """ω × (J ω) of a symmetric J from the products ωᵢωⱼ that `omega_matrix` forms too:
+    x = (J₂₂ − J₁₁) ω₁ω₂ + J₁₂ (ω₁² − ω₂²) + J₀₂ ω₀ω₁ − J₀₁ ω₀ω₂, y and z cyclically
+    (12 products for a general J instead of 15, 3 for a diagonal one instead of 9)."""
+    ww = [[w[i] * w[j] for j in range(3)] for i in range(3)]
+    out = []
+    for i in range(3):
+        j, k = (i + 1) % 3, (i + 2) % 3
+        out.append((J[k][k] - J[j][j]) * ww[j][k] + J[j][k] * (ww[j][j] - ww[k][k])
+                   + J[i][k] * ww[i][j] - J[i][j] * ww[i][k])
+    return out
 
 
 def omega_matrix(w, wd):
@@ -639,7 +687,7 @@ def inertia_to_parent(L, frame, inertia):
 def trace_aba(g, model, q, qd, tau, wrench=None):
     """Articulated-body algorithm (Featherstone, RBDA Table 7.1), traced on the graph;
     the same passes as `algorithms.aba` with friction and armature of the model."""
-    links = links_of(model)
+    links = links_of(model, g)
     n = len(links)
     frames, cbias, IA, pA = [], [], [], []
     ang, lin = [0.0] * 3, [0.0] * 3
@@ -714,7 +762,7 @@ def source(model, name):
     n = model.n
     g = Graph()
     if name == 'rk4':
-        return _rk4_source(n)
+        return _rk4_source(n, body_parameters(cached_source(model, 'aba')))
     if name.startswith('rnea') or name in ('bias', 'gravity'):
         q = _inputs(g, 'q', n)
         qd = _inputs(g, 'qd', n) if name != 'gravity' else [0.0] * n
@@ -734,25 +782,39 @@ def source(model, name):
     else:
         raise ValueError(f'codegen: unknown kernel {name!r}, expected one of {KERNELS}')
     unpack = [_unpack(params, n if p != 'w' else 6, p) for p in params]
-    return emit(name, params, unpack, out)
+    return emit(name, params + _body_inputs(out), unpack, out)
 
 
-def _rk4_source(n):
-    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held, on floats (seed 001 §7)."""
+def _body_inputs(outputs):
+    """The names in BODY that the outputs read, in BODY order (the trailing parameters)."""
+    used = {x.args[0] for x in _reachable(outputs) if x.op == 'in'}
+    return [b for b in BODY if b in used]
+
+
+def body_parameters(text):
+    """The last-body parameter names of a kernel's source (its trailing parameters)."""
+    head = text[text.index('(') + 1:text.index(')')]
+    return [p.strip() for p in head.split(',') if p.strip() in BODY]
+
+
+def _rk4_source(n, body):
+    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held, on floats (seed 001 §7);
+    `body`: the last-body parameters of `aba`, passed on to it."""
     def vec(fmt):
         return ', '.join(fmt.format(i=i) for i in range(n))
+    extra = ''.join(f', {b}' for b in body)
     lines = [
-        'def rk4(q, qd, tau, dt):',
+        f'def rk4(q, qd, tau, dt{extra}):',
         f'    {vec("q{i}")}, = q',
         f'    {vec("v{i}")}, = qd',
         '    h = 0.5 * dt',
-        f'    {vec("a{i}")}, = aba(q, qd, tau)',
+        f'    {vec("a{i}")}, = aba(q, qd, tau{extra})',
         f'    {vec("b{i}")}, = aba(({vec("q{i} + h * v{i}")},), '
-        f'({vec("v{i} + h * a{i}")},), tau)',
+        f'({vec("v{i} + h * a{i}")},), tau{extra})',
         f'    {vec("c{i}")}, = aba(({vec("q{i} + h * (v{i} + h * a{i})")},), '
-        f'({vec("v{i} + h * b{i}")},), tau)',
+        f'({vec("v{i} + h * b{i}")},), tau{extra})',
         f'    {vec("e{i}")}, = aba(({vec("q{i} + dt * (v{i} + h * b{i})")},), '
-        f'({vec("v{i} + dt * c{i}")},), tau)',
+        f'({vec("v{i} + dt * c{i}")},), tau{extra})',
         '    k = dt / 6.0',
         f'    q_next = ({vec("q{i} + k * (6.0 * v{i} + dt * (a{i} + b{i} + c{i}))")},)',
         f'    qd_next = ({vec("v{i} + k * (a{i} + 2.0 * (b{i} + c{i}) + e{i})")},)',
@@ -768,27 +830,70 @@ _ARRAY = {'sin': np.sin, 'cos': np.cos, 'sign': np.sign}
 def kernel(model, name, mode='scalar'):
     """The compiled kernel `name` for `model`: mode 'scalar' takes sequences of floats,
     'array' takes sequences of (B,) arrays (e.g. ``q.T``); both return a tuple.
-    Compiled on first use and cached on the model instance."""
+    Compiled on first use; the code is shared by the models `with_payload` derives from
+    one another (``model.__dict__['_kernel_code']``), and each model binds its last body's
+    parameters as the defaults of its own function object (``model.__dict__['_kernels']``),
+    so that a payload change costs a few microseconds, not a new compilation."""
     cache = model.__dict__.setdefault('_kernels', {})
     key = (name, mode)
     fn = cache.get(key)
     if fn is None:
-        fn = _compile(model, name, mode, cache)
-        cache[key] = fn
+        fn = cache[key] = bind(model, _unbound(model, name, mode))
     return fn
 
 
-def _compile(model, name, mode, cache):
-    namespace = dict(_SCALAR if mode == 'scalar' else _ARRAY)
-    if name == 'rk4':
-        namespace['aba'] = kernel(model, 'aba', mode)
-    text = cache.get(('source', name))
-    if text is None:
-        try:
-            text = cache[('source', name)] = source(model, name)
-        except ZeroDivisionError:
-            return _singular
+def shared_cache(model):
+    """Generated sources and compiled code that depend on everything but the last body's
+    inertial parameters (shared with the models `with_payload` derives)."""
+    return model.__dict__.setdefault('_kernel_code', {})
 
+
+def cached_source(model, name):
+    """`source(model, name)`, generated once per shared cache."""
+    shared = shared_cache(model)
+    text = shared.get(('source', name))
+    if text is None:
+        text = shared[('source', name)] = source(model, name)
+    return text
+
+
+def last_body_values(model):
+    """`last_body(model)`, computed once per model instance."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    values = cache.get('last_body')
+    if values is None:
+        values = cache['last_body'] = last_body(model)
+    return values
+
+
+def bind(model, fn):
+    """A function object running `fn`'s code with this model's last-body parameters as
+    the defaults of its trailing parameters (no call-time cost, no new compilation)."""
+    if fn is _singular:
+        return fn
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    values = last_body_values(model)
+    defaults = tuple(values[b] for b in names if b in values)
+    return types.FunctionType(code, fn.__globals__, fn.__name__, defaults or None)
+
+
+def _unbound(model, name, mode):
+    shared = shared_cache(model)
+    fn = shared.get((name, mode))
+    if fn is None:
+        fn = shared[(name, mode)] = _compile(model, name, mode)
+    return fn
+
+
+def _compile(model, name, mode):
+    namespace = dict(_SCALAR if mode == 'scalar' else _ARRAY)
+    try:
+        if name == 'rk4':
+            namespace['aba'] = _unbound(model, 'aba', mode)
+        text = cached_source(model, name)
+    except ZeroDivisionError:
+        return _singular
     code = compile(text, f'<robot_dynamics.codegen {name} {model!r}>', 'exec')
     exec(code, namespace)  # noqa: S102 - our own generated source, nothing external
     return namespace[name]

@@ -132,12 +132,12 @@ def _numba_single(model, name, states, wrench):
         states = (*states, wrench)
         name += '_wrench'
     name += '_one'
-    kernels = model.__dict__.get('_kernels')
-    fn = kernels.get((name, 'numba')) if kernels else None
+    shared = model.__dict__.get('_kernel_code')     # numba code is shared across payloads
+    fn = shared.get((name, 'numba')) if shared else None
     if fn is None:
         fn = _fast_numba.kernel(model, name)
     try:
-        out = fn(*states)
+        out = fn(*states, _fast_numba.body_array(model))
     except ZeroDivisionError:
         return None
     return out if out.shape[0] else None
@@ -147,7 +147,8 @@ def _numba_batch(model, name, arrays):
     arrays = [np.ascontiguousarray(a) for a in arrays]
     out = np.empty((arrays[0].shape[0], model.n))
     try:
-        _fast_numba.kernel(model, name + '_batch')(*arrays, out)
+        body = _fast_numba.body_array(model)
+        _fast_numba.kernel(model, name + '_batch')(*arrays, body, out)
     except ZeroDivisionError:
         return None
     return out
@@ -169,12 +170,15 @@ def _generated_batch(model, name, arrays, wrench=None):
         except ZeroDivisionError:
             return None
     try:
-        columns = codegen.kernel(model, name, 'array')(*(a.T for a in arrays))
+        with np.errstate(divide='ignore', invalid='ignore'):
+            columns = codegen.kernel(model, name, 'array')(*(a.T for a in arrays))
     except ZeroDivisionError:
         return None
     out = np.empty((size, len(columns)))
     for j, column in enumerate(columns):
         out[:, j] = column
+    if not np.isfinite(out).all():      # a zero pivot of the last body's runtime inertia
+        return None
     return out
 
 

@@ -60,7 +60,8 @@ def _rk4_numba(model, q, qd, tau, dt):
     if any(a.shape != (model.n,) for a in arrays) or type(dt) not in (float, int):
         return None
     try:
-        out = _fast_numba.kernel(model, 'rk4_one')(*arrays, float(dt))
+        out = _fast_numba.kernel(model, 'rk4_one')(*arrays, float(dt),
+                                                   _fast_numba.body_array(model))
     except ZeroDivisionError:
         return None
     return (out[0], out[1]) if out.shape[0] else None

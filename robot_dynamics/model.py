@@ -295,6 +295,9 @@ class RobotModel:
         """A copy of this model with another payload (mass [kg], com [m] and centroidal
         inertia [kg m²] in the last link frame; inertia 3×3 or URDF-order 6)."""
         new = object.__new__(RobotModel)
+        # the generated code takes the last body's parameters at run time: share it
+        # (codegen.shared_cache); the per-model bound kernels are rebuilt on first use
+        self.__dict__.setdefault('_kernel_code', {})
         new.__dict__.update(self.__dict__)
         new._payload = _payload({'mass': mass, 'com': com,
                                  'inertia': inertia if inertia is not None else [0.0] * 6})
@@ -431,6 +434,7 @@ class RobotModel:
         """Pickle the description, not the compiled kernels cached by the fast path."""
         state = dict(self.__dict__)
         state.pop('_kernels', None)
+        state.pop('_kernel_code', None)
         return state
 
     def __repr__(self):

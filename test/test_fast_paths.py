@@ -186,6 +186,145 @@ def test_kernels_are_compiled_lazily_and_cached_on_the_model(rng):
                            dynamics.gravity_torques(model, q))
 
 
+# ---------------------------------------------------------------- payload as a runtime input
+
+PAYLOAD = dict(mass=1.7, com=(0.03, -0.02, 0.08),
+               inertia=[0.004, 0.0003, -0.0002, 0.005, 0.0001, 0.003])
+
+
+def _all_results(model, rng):
+    """Every public function with a generated path, one state and a batch, per backend."""
+    q, qd, qdd = random_state(rng, model.n)
+    Q, QD, QDD = random_state(rng, model.n, 4)
+    wrench = rng.normal(size=6)
+    calls = [(dynamics.inverse_dynamics, (model, q, qd, qdd)),
+             (dynamics.inverse_dynamics, (model, Q, QD, QDD)),
+             (dynamics.bias_forces, (model, q, qd)), (dynamics.gravity_torques, (model, Q)),
+             (dynamics.forward_dynamics, (model, q, qd, qdd)),
+             (dynamics.forward_dynamics, (model, Q, QD, QDD))]
+    out = [both(f, *args) for f, args in calls]
+    out.append(both(dynamics.inverse_dynamics, model, q, qd, qdd, wrench=wrench))
+    out.append(both(dynamics.forward_dynamics, model, q, qd, qdd, wrench=wrench))
+    out += list(zip(*both(integration.rk4_step, model, q, qd, qdd, 1e-3)))
+    return out
+
+
+def _no_generation(monkeypatch):
+    def refuse(*args):
+        raise AssertionError('code was generated again')
+    monkeypatch.setattr(codegen, 'source', refuse)
+    monkeypatch.setattr(codegen, 'compile', refuse, raising=False)
+
+
+def _warm(model, rng):
+    for _ in _all_results(model, rng):
+        pass
+
+
+def _urdf_model():
+    from robot_dynamics.urdf import model_from_urdf
+    with open(os.path.join(REPO, 'test', 'data', 'ur5.urdf'), encoding='utf-8') as stream:
+        return model_from_urdf(stream.read(), tip_link='tool0')
+
+
+PAYLOAD_MODELS = [
+    pytest.param(lambda rng: RobotModel.from_params(random_chain_params(
+        rng, 6, 'standard', [0, 0, 1, 0, 0, 0], friction=True, armature=True)), id='dh'),
+    pytest.param(lambda rng: RobotModel.from_params(random_chain_params(
+        rng, 4, 'modified', [0, 1, 0, 0])), id='dh-rigid'),
+    pytest.param(lambda rng: _urdf_model(), id='urdf-ur5')]
+
+
+@pytest.mark.parametrize('build', PAYLOAD_MODELS)
+def test_payload_change_reuses_the_compiled_kernels_and_gives_the_reference_result(
+        build, rng, monkeypatch):
+    model = build(rng)
+    _warm(model, rng)
+    names = [key for key in model.__dict__['_kernels'] if isinstance(key, tuple)]
+    _no_generation(monkeypatch)
+    loaded = model.with_payload(**PAYLOAD)
+    for fast, reference in _all_results(loaded, rng):
+        assert_same(fast, reference)
+    assert loaded.__dict__['_kernel_code'] is model.__dict__['_kernel_code']
+    for key in names:
+        assert loaded.__dict__['_kernels'][key].__code__ is \
+            model.__dict__['_kernels'][key].__code__
+    again = loaded.with_payload()                      # and back to no payload
+    for fast, reference in _all_results(again, rng):
+        assert_same(fast, reference)
+
+
+def test_payload_on_a_massless_last_link_reuses_the_kernels_and_gives_the_reference(
+        rng, monkeypatch):
+    """A last link without mass, inertia or armature: its ABA pivot is zero at run time
+    (the fast path answers as the reference does, non-finite, without warnings); a payload
+    makes it a regular body with the same compiled code."""
+    block = random_chain_params(rng, 3, 'modified')
+    block['mass'][-1] = 0.0
+    block['com'][-3:] = [0.0, 0.0, 0.0]
+    block['inertia'][-6:] = [0.0] * 6
+    model = RobotModel.from_params(block)
+    q, qd, tau = random_state(rng, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        with np.errstate(all='ignore'):
+            for size in (None, 3):
+                args = random_state(rng, 3, size)
+                fast, reference = both(dynamics.forward_dynamics, model, *args)
+                np.testing.assert_array_equal(np.isfinite(fast), np.isfinite(reference))
+                assert not np.all(np.isfinite(fast))
+    with warnings.catch_warnings(), np.errstate(all='ignore'):
+        warnings.simplefilter('ignore')                # the reference path's 1/0
+        _warm(model, rng)                              # every kernel, compiled massless
+    _no_generation(monkeypatch)
+    heavier = model.with_payload(**PAYLOAD)
+    for fast, reference in _all_results(heavier, rng):
+        assert_same(fast, reference)
+    assert np.all(np.isfinite(dynamics.forward_dynamics(heavier, q, qd, tau)))
+
+
+def test_payload_change_costs_no_compilation_of_a_new_model(rng):
+    """The derived model shares its parent's code cache even if nothing was compiled yet."""
+    model = RobotModel.from_params(random_chain_params(rng, 3, 'standard'))
+    loaded = model.with_payload(**PAYLOAD)
+    q, qd, qdd = random_state(rng, 3)
+    dynamics.inverse_dynamics(loaded, q, qd, qdd)
+    assert ('rnea', 'scalar') in model.__dict__['_kernel_code']
+
+
+def test_model_with_compiled_kernels_pickles_and_recompiles(rng):
+    import pickle
+    model = RobotModel.from_params(random_chain_params(rng, 3, 'standard')).with_payload(1.0)
+    q, qd, qdd = random_state(rng, 3)
+    expected = dynamics.inverse_dynamics(model, q, qd, qdd)
+    copy = pickle.loads(pickle.dumps(model))
+    assert '_kernel_code' not in copy.__dict__
+    assert_same(dynamics.inverse_dynamics(copy, q, qd, qdd), expected)
+
+
+def test_numba_payload_change_reuses_the_compiled_kernel(monkeypatch, tmp_path, rng):
+    pytest.importorskip('numba')
+    monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(tmp_path))
+    model = _two_link()
+    q, qd, qdd = random_state(rng, 2)
+    Q, QD, QDD = random_state(rng, 2, 3)
+    with_backend('numba', dynamics.inverse_dynamics, model, q, qd, qdd)
+    with_backend('numba', dynamics.forward_dynamics, model, Q, QD, QDD)
+    with_backend('numba', integration.rk4_step, model, q, qd, qdd, 1e-3)
+    compiled = dict(model.__dict__['_kernel_code'])
+    _no_generation(monkeypatch)
+    loaded = model.with_payload(**PAYLOAD)
+    calls = [(dynamics.inverse_dynamics, (loaded, q, qd, qdd)),
+             (dynamics.forward_dynamics, (loaded, Q, QD, QDD))]
+    for function, args in calls:
+        assert_same(with_backend('numba', function, *args),
+                    with_backend('reference', function, *args))
+    for a, b in zip(with_backend('numba', integration.rk4_step, loaded, q, qd, qdd, 1e-3),
+                    with_backend('reference', integration.rk4_step, loaded, q, qd, qdd, 1e-3)):
+        assert_same(a, b)
+    assert loaded.__dict__['_kernel_code'] == compiled     # nothing new compiled
+
+
 @pytest.mark.parametrize('name', codegen.KERNELS)
 def test_generated_source_is_inspectable_python_defining_the_kernel(name, rng):
     model = RobotModel.from_params(random_chain_params(rng, 3, 'modified', [0, 1, 0]))
