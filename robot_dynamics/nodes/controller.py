@@ -22,7 +22,6 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             generate_kernel_sources, in_background,
                                              payload_model, seconds)
 from robot_dynamics.nodes.runner import run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
@@ -82,36 +81,24 @@ def effort_limit_vector(name, value, model):
 
 
 class LawSwap:
-    """A new (law, effort limits) built off the control loop and taken by the next cycle.
+    """A new (law, effort limits), built in the parameter callback and taken by the next
+    control cycle, so that gains, limits and payload change together between two cycles;
+    only the latest accepted change is kept.
 
-    A new model compiles its generated kernels on first use (tens of ms), so a payload change
-    warms the new law up in a worker thread; only the latest accepted change is kept."""
+    A payload change is cheap: the new model shares the compiled kernels of the old one
+    (the last body's inertial parameters are runtime inputs of the generated code), and one
+    call of the new law binds them (microseconds), so nothing is compiled in the loop."""
 
-    def __init__(self, logger):
-        self._logger = logger
+    def __init__(self):
         self._lock = threading.Lock()
-        self._generation = 0
         self._ready = None
 
-    def request(self, model, kp, kd, limits, warm):
-        with self._lock:
-            self._generation += 1
-            generation = self._generation
-        if warm:
-            self._build(generation, model, kp, kd, limits, False)
-        else:
-            in_background(self._logger, self._build, generation, model, kp, kd, limits,
-                          True)
-
-    def _build(self, generation, model, kp, kd, limits, warm_up):
+    def request(self, model, kp, kd, limits):
         law = ComputedTorqueLaw(model, kp, kd)
-        if warm_up:
-            generate_kernel_sources(model, ('rnea',))
-            zero = np.zeros(model.n)
-            law.effort(zero, zero, zero, zero, zero)
+        zero = np.zeros(model.n)
+        law.effort(zero, zero, zero, zero, zero)        # binds the new model's kernels now
         with self._lock:
-            if generation == self._generation:
-                self._ready = (law, limits)
+            self._ready = (law, limits)
 
     def take(self):
         """The latest built (law, limits), or None."""
@@ -143,7 +130,7 @@ class ComputedTorqueController(Node):
         """The rest of the start-up, once the model exists."""
         self.model, self.joints = model, joints
         self._declare_parameters()
-        self._swap = LawSwap(self.get_logger())
+        self._swap = LawSwap()
         self._target = (self.law.model, self.law.kp, self.law.kd, self.effort_limits)
         n = self.model.n
         self._index = {name: i for i, name in enumerate(self.joints)}
@@ -217,7 +204,7 @@ class ComputedTorqueController(Node):
 
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload
-        take effect together at the next control cycle once the new law is built."""
+        are built into a new law here and take effect together at the next control cycle."""
         model, kp, kd, limits = self._target
         payload = {}
         scalars = {}
@@ -240,7 +227,7 @@ class ComputedTorqueController(Node):
             return SetParametersResult(successful=False, reason=str(error))
         target = (model, kp, kd, limits)
         if any(new is not old for new, old in zip(target, self._target)):
-            self._swap.request(model, kp, kd, limits, warm=model is self.law.model)
+            self._swap.request(model, kp, kd, limits)
             self._target = target
         self.state_timeout = scalars.get('state_timeout', self.state_timeout)
         self.goal_tolerance = scalars.get('constraints.goal_tolerance', self.goal_tolerance)

@@ -30,7 +30,6 @@ from std_msgs.msg import Float64MultiArray
 from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
-                                             generate_kernel_sources, in_background,
                                              payload_model)
 from robot_dynamics.nodes.runner import run
 
@@ -69,8 +68,7 @@ class PlantSimulator(Node):
         self.clipped_steps = 0               # ticks in which robot.effort_max clipped a command
         self._target_model = self.model      # the latest accepted payload
         self._model_lock = threading.Lock()
-        self._model_generation = 0
-        self._new_model = None               # built off the loop, taken by the next tick
+        self._new_model = None               # built in the callback, taken by the next tick
         self._state_msg = JointState(name=list(self.joints))
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
@@ -142,8 +140,9 @@ class PlantSimulator(Node):
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
 
     def _on_set_parameters(self, parameters):
-        """robot.payload.{mass,com,inertia} at runtime: validated here, the new model is
-        built and its kernels compiled in a worker thread, and taken by the next tick."""
+        """robot.payload.{mass,com,inertia} at runtime: validated and built here (the new
+        model shares the compiled kernels of the old one: microseconds), taken by the next
+        tick."""
         changes = {p.name[14:]: p.value for p in parameters
                    if p.name in ('robot.payload.mass', 'robot.payload.com',
                                  'robot.payload.inertia')}
@@ -154,19 +153,11 @@ class PlantSimulator(Node):
         except (ConfigurationError, TypeError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
         self._target_model = model
-        with self._model_lock:
-            self._model_generation += 1
-            generation = self._model_generation
-        in_background(self.get_logger(), self._warm_up, generation, model)
-        return SetParametersResult(successful=True)
-
-    def _warm_up(self, generation, model):
-        generate_kernel_sources(model, ('aba', 'rk4') if self.method == 'rk4' else ('aba',))
         zero = np.zeros(model.n)
-        self._step(model, zero, zero, zero, self.dt)      # compiles the generated kernels
+        self._step(model, zero, zero, zero, self.dt)      # binds the new model's kernels
         with self._model_lock:
-            if generation == self._model_generation:
-                self._new_model = model
+            self._new_model = model
+        return SetParametersResult(successful=True)
 
     def _take_new_model(self):
         if self._new_model is None:

@@ -2,13 +2,7 @@
 (integers accepted where doubles are meant), the `robot` block, and one clear error that
 names the parameter (and index) for a bad parameter file."""
 
-import json
 import math
-import os
-import pickle
-import subprocess
-import sys
-import threading
 import warnings
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
@@ -21,8 +15,7 @@ from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'robot_model', 'check_joints',
            'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
-           'as_string', 'payload_model', 'in_background', 'generate_kernel_sources',
-           'seconds']
+           'as_string', 'payload_model', 'seconds']
 
 # The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -211,7 +204,9 @@ class RobotDescriptionListener:
 
 def payload_model(model, changes):
     """`model` with the payload keys in `changes` (robot.payload.mass [kg], .com [m],
-    .inertia [kg m^2], last link frame) replaced; the others are kept."""
+    .inertia [kg m^2], last link frame) replaced; the others are kept. Cheap enough for a
+    parameter callback: the new model shares the compiled kernels of `model` (the last
+    body's inertial parameters are runtime inputs of the generated code)."""
     payload = model.payload
     mass, com, inertia = payload.mass, payload.com, payload.inertia
     if 'mass' in changes:
@@ -224,68 +219,6 @@ def payload_model(model, changes):
         return model.with_payload(mass, com, inertia)
     except ValueError as error:
         raise ConfigurationError(str(error)) from None
-
-
-# While a model is built in the background, the GIL switch interval is 0.5 ms instead of
-# 5 ms: the executor thread, which releases the GIL at every rcl call, then waits at most that
-# long to get it back instead of up to 5 ms each time (README, "Safety and failure behaviour").
-BACKGROUND_SWITCH_INTERVAL = 0.0005
-_background_lock = threading.Lock()
-_background_count = [0, None]      # running builds, the interval before the first
-
-
-# Generating a kernel's source is pure Python (~20-60 ms for a 6-joint arm); done in a child
-# process it takes no GIL time from the control loop; compiling the text here takes ~2 ms.
-_SOURCE_SCRIPT = ('import json, pickle, sys\n'
-                  'from robot_dynamics import codegen\n'
-                  'model, names = pickle.load(sys.stdin.buffer)\n'
-                  'json.dump({name: codegen.source(model, name) for name in names}, '
-                  'sys.stdout)\n')
-
-
-def generate_kernel_sources(model, names):
-    """Generate the sources of the generated-code kernels `names` of `model` in a child
-    process and store them in the model's kernel cache, so that the first use only compiles
-    them. Best effort: on any failure the first use generates them as usual."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [root] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
-    try:
-        result = subprocess.run([sys.executable, '-c', _SOURCE_SCRIPT],
-                                input=pickle.dumps((model, tuple(names))),
-                                capture_output=True, timeout=120, env=env, check=True)
-        sources = json.loads(result.stdout)
-    except (OSError, ValueError, subprocess.SubprocessError, pickle.PicklingError):
-        return False
-    cache = model.__dict__.setdefault('_kernels', {})
-    for name, text in sources.items():
-        cache.setdefault(('source', name), text)
-    return True
-
-
-def in_background(logger, target, *args):
-    """Run target(*args) in a daemon thread, off the executor's thread (e.g. generating and
-    compiling the kernels of a new model), with a short GIL switch interval meanwhile; an
-    exception is logged as an error (the change is then not applied)."""
-    def run():
-        with _background_lock:
-            if _background_count[0] == 0:
-                _background_count[1] = sys.getswitchinterval()
-                sys.setswitchinterval(min(BACKGROUND_SWITCH_INTERVAL, _background_count[1]))
-            _background_count[0] += 1
-        try:
-            target(*args)
-        except Exception as error:  # noqa: B902 - reported, the node keeps running
-            logger.error(f'building the new model failed ({type(error).__name__}: {error}); '
-                         'the previous one stays in effect')
-        finally:
-            with _background_lock:
-                _background_count[0] -= 1
-                if _background_count[0] == 0:
-                    sys.setswitchinterval(_background_count[1])
-    thread = threading.Thread(target=run, daemon=True, name='robot_dynamics_build')
-    thread.start()
-    return thread
 
 
 def _is_number(value):
