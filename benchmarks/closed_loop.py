@@ -1,24 +1,40 @@
-"""Closed-loop rows of issue 6: controller reaction latency and the 1 kHz loop's speed.
+"""Closed-loop rows of issue 6: controller reaction latency and the 1 kHz loop in real time.
 
-    PYTHONPATH=. /tmp/venvs/kilted/bin/python benchmarks/closed_loop.py
+    PYTHONPATH=. /tmp/venvs/kilted/bin/python benchmarks/closed_loop.py [--skip-scaling]
 
-1. Reaction latency: a probe publishes /joint_states (PUMA 560) and waits for the effort
-   command of `computed_torque_controller` (control_mode on_state). A bare rclpy relay
-   (subscribe a JointState topic of its own, publish a Float64MultiArray) is the
-   yardstick, measured the same way in the same process and executor, alternately.
-   Medians over the round trips.
-2. Real-time factor of the closed loop at 1 kHz: `robot_dynamics.nodes.sim` (plant RK4 at
-   1 ms, /joint_states and one controller cycle every 1 ms of simulated time, lock-step on
-   /clock), run as fast as possible: simulated seconds per wall second, node start-up and
-   kernel generation included.
+Every node runs as the shipped executable (`python -m robot_dynamics.nodes.<node>`, its own
+process, spun by its `main()`), with the parameter files the bring-up passes
+(config/puma560.yaml, then config/sim_1khz.yaml), under a private ROS_DOMAIN_ID with
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 
-Both use a private ROS_DOMAIN_ID and ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+1. Reaction latency at 1 kHz input. A probe (this process) publishes /joint_states every
+   1 ms and times the answer: the controller's effort command (control_mode on_state,
+   diagnostics as configured), or the answer of a bare rclpy relay (`--relay`: subscribe a
+   JointState topic, publish its positions as Float64MultiArray, spun by the same `main()`
+   runner as the nodes). Blocks of 250 messages alternate between the two; the first block
+   of each is warm-up. Target: controller median <= 1.25 x relay median.
+2. Real-time factor of the shipped bring-up at 1 kHz: plant_simulator (free-running on the
+   wall clock, RK4 at 1 ms, /joint_states every 1 ms), computed_torque_controller
+   (on_state) and demo_move as separate processes, as `sim.launch.py
+   sim_params_file:=config/sim_1khz.yaml use_sim_time:=false` starts them. After
+   --duration wall seconds the plant is stopped and prints its loop statistics, counted
+   from the first command (the loop closed): real-time factor = simulated / wall time;
+   a late tick is one processed more than one period (1 ms) after it was due.
+   Targets: real-time factor >= 0.98, late ticks <= 1 %.
+3. The same loop in one process, one executor (the `sim` entry point's lock-step mode, as
+   fast as it goes): simulated / wall time.
+4. Scaling with the number of joints: the controller's state callback (one cycle, publish
+   included, no DDS round trip) and the plant's tick, timed in-process, per model.
 """
 
 import argparse
 import os
+import re
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,129 +42,304 @@ sys.path.insert(0, REPO)
 os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
+import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
-from robot_dynamics import dynamics  # noqa: E402
-from robot_dynamics.nodes import sim  # noqa: E402
-from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
-
-PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
+CONFIG = os.path.join(REPO, 'config')
+PUMA = os.path.join(CONFIG, 'puma560.yaml')
+SIM_1KHZ = os.path.join(CONFIG, 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
+START = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+PERIOD = 0.001       # s: 1 kHz
+BLOCK = 250          # messages per block
+ANSWER_LIMIT = 0.02  # s: an answer later than this is counted as missing
 
 
 class Relay(Node):
-    """The yardstick: /joint_states in, a Float64MultiArray of the positions out."""
+    """The yardstick: /relay/joint_states in, a Float64MultiArray of the positions out,
+    with the controller's QoS (sensor data in, reliable depth 10 out)."""
 
-    def __init__(self, states, topic):
+    def __init__(self):
         super().__init__('bare_relay')
-        self.pub = self.create_publisher(Float64MultiArray, topic, RELIABLE)
-        self.create_subscription(JointState, states, self.relay, RELIABLE)
+        self.pub = self.create_publisher(Float64MultiArray, '/relay/commands', 10)
+        self.create_subscription(JointState, '/relay/joint_states', self.relay,
+                                 qos_profile_sensor_data)
 
     def relay(self, msg):
-        self.pub.publish(Float64MultiArray(data=list(msg.position)))
+        self.pub.publish(Float64MultiArray(data=msg.position.tolist()))
 
 
 class Probe(Node):
-    def __init__(self, name, states, topic):
-        super().__init__(name)
-        self.pub = self.create_publisher(JointState, states, RELIABLE)
-        self.create_subscription(Float64MultiArray, topic, self.answer, RELIABLE)
-        self.answered = False
+    """Publishes states to one target at a time and times the answers."""
+
+    def __init__(self):
+        super().__init__('latency_probe')
+        self.targets = {
+            'controller': (self.create_publisher(JointState, '/joint_states', RELIABLE),
+                           '/effort_controller/commands'),
+            'relay': (self.create_publisher(JointState, '/relay/joint_states', RELIABLE),
+                      '/relay/commands')}
+        self.answers = 0
+        for _, topic in self.targets.values():
+            self.create_subscription(Float64MultiArray, topic, self.answer, RELIABLE)
+        self.msg = JointState(name=JOINTS, position=START, velocity=[0.0] * 6)
 
     def answer(self, msg):
-        self.answered = True
+        self.answers += 1
 
-    def round_trip(self, executor, k):
-        msg = JointState(name=JOINTS, position=[0.1 * ((k % 7) - 3)] * 6, velocity=[0.0] * 6)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.answered = False
+    def matched(self):
+        return all(pub.get_subscription_count() > 0 for pub, _ in self.targets.values())
+
+    def block(self, executor, target, count):
+        """`count` messages at 1 kHz to `target`; the latencies [s] (None: no answer)."""
+        pub = self.targets[target][0]
+        latencies = []
         start = time.perf_counter()
-        self.pub.publish(msg)
-        while not self.answered:
-            executor.spin_once(timeout_sec=1.0)
-            if time.perf_counter() - start > 2.0:
-                return None
-        return time.perf_counter() - start
+        for k in range(count):
+            wait = start + k * PERIOD - time.perf_counter()
+            if wait > 0.0:
+                time.sleep(wait)
+            self.msg.header.stamp = self.get_clock().now().to_msg()
+            self.answers = 0
+            sent = time.perf_counter()
+            pub.publish(self.msg)
+            while not self.answers and time.perf_counter() - sent < ANSWER_LIMIT:
+                executor.spin_once(timeout_sec=ANSWER_LIMIT)
+            latencies.append(time.perf_counter() - sent if self.answers else None)
+            if not self.answers:          # drain a late answer, restart the schedule
+                executor.spin_once(timeout_sec=0.05)
+                start = time.perf_counter() - (k + 1) * PERIOD
+        return latencies
 
 
-def wait_matched(executor, pairs, limit=10.0):
-    start = time.monotonic()
-    while time.monotonic() - start < limit:
-        if all(p.get_subscription_count() > 0 for p in pairs):
-            return
-        executor.spin_once(timeout_sec=0.05)
-    raise RuntimeError('publishers and subscriptions did not match')
+def node_command(module, *extra):
+    return [sys.executable, '-m', module, '--ros-args', '--params-file', PUMA,
+            '--params-file', SIM_1KHZ, *extra]
+
+
+def start(command):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def stop(process, timeout=10.0):
+    """SIGINT (as launch does), then the process's output."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out
 
 
 def reaction_latency(count):
-    rclpy.init(args=['latency', '--ros-args', '--params-file', PUMA])
+    """Median latencies [s] of the controller and the relay, and the missing answers."""
+    controller = start(node_command('robot_dynamics.nodes.controller',
+                                    '-p', 'use_sim_time:=false', '-p', 'state_timeout:=2.0'))
+    relay = start([sys.executable, os.path.abspath(__file__), '--relay'])
+    rclpy.init()
     try:
-        controller = ComputedTorqueController(parameter_overrides=[
-            Parameter('control_mode', value='on_state'),
-            Parameter('command_topic', value='/controller/commands'),
-            Parameter('publish_state', value=False)])
-        relay = Relay('/relay/joint_states', '/relay/commands')
-        probes = {'controller': Probe('probe_controller', '/joint_states',
-                                      '/controller/commands'),
-                  'relay': Probe('probe_relay', '/relay/joint_states', '/relay/commands')}
+        probe = Probe()
         executor = SingleThreadedExecutor()
-        for node in (controller, relay, *probes.values()):
-            executor.add_node(node)
-        wait_matched(executor, [p.pub for p in probes.values()]
-                     + [controller._command_pub, relay.pub])
-        samples = {name: [] for name in probes}
-        for k in range(count + 20):
-            for name, probe in probes.items():
-                dt = probe.round_trip(executor, k)
-                if k >= 20 and dt is not None:        # the first 20 warm up
-                    samples[name].append(dt)
+        executor.add_node(probe)
+        deadline = time.monotonic() + 60.0
+        while not probe.matched() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        if not probe.matched():
+            raise RuntimeError('the controller or the relay did not come up')
+        samples = {'controller': [], 'relay': []}
+        blocks = max(1, count // BLOCK)
+        for b in range(blocks + 1):
+            for target in ('controller', 'relay'):
+                latencies = probe.block(executor, target, BLOCK)
+                if b > 0:                         # block 0: warm-up
+                    samples[target].extend(latencies)
         executor.shutdown()
-        for node in (controller, relay, *probes.values()):
+        probe.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+        logs = {'controller': stop(controller), 'relay': stop(relay)}
+    result = {}
+    for target, values in samples.items():
+        answered = [v for v in values if v is not None]
+        if not answered:
+            raise RuntimeError(f'{target} never answered:\n{logs[target][-2000:]}')
+        result[target] = (statistics.median(answered), float(np.percentile(answered, 99)),
+                          len(values) - len(answered), len(values))
+    return result
+
+
+PLANT_LINE = re.compile(
+    r'free-running loop \(closed_loop=(\w+)\): (\d+) ticks, ([\d.]+) s simulated in '
+    r'([\d.]+) s wall \(real-time factor ([\d.]+)\), (\d+) late .*?, (\d+) dropped, (\d+) '
+    r'states unanswered')
+
+
+def bringup_real_time(duration):
+    """The bring-up's three processes for `duration` wall s; the plant's statistics."""
+    plant = start(node_command('robot_dynamics.nodes.plant', '-p', 'publish_clock:=false'))
+    controller = start(node_command('robot_dynamics.nodes.controller',
+                                    '-p', 'use_sim_time:=false'))
+    demo = start([sys.executable, '-c', 'import sys; from robot_dynamics.nodes.sim import '
+                  'demo_main; sys.exit(demo_main())', *node_command('', '-p',
+                                                                   'use_sim_time:=false')[3:]])
+    time.sleep(duration)
+    controller_log = stop(controller)   # the plant first would leave the controller stale
+    plant_log = stop(plant)
+    demo_log = stop(demo)
+    match = PLANT_LINE.search(plant_log)
+    if match is None:
+        raise RuntimeError(f'no loop statistics from the plant:\n{plant_log[-3000:]}\n'
+                           f'{controller_log[-2000:]}\n{demo_log[-1000:]}')
+    closed, ticks, simulated, wall, rtf, late, dropped, unanswered = match.groups()
+    return {'closed_loop': closed == 'True', 'ticks': int(ticks), 'simulated': float(simulated),
+            'wall': float(wall), 'real_time_factor': float(rtf), 'late': int(late),
+            'dropped': int(dropped), 'unanswered': int(unanswered),
+            'moved': 'joint_trajectory accepted' in controller_log}
+
+
+def one_process_lockstep(duration):
+    """The `sim` entry point's loop at 1 kHz (lock-step on /clock, as fast as it goes)."""
+    out = subprocess.run(
+        [sys.executable, '-m', 'robot_dynamics.nodes.sim', '--duration', str(duration),
+         '--control-rate', '1000'], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO))
+    started = re.findall(r'\[(\d+\.\d+)\] \[plant_simulator\]: .* joints,', out.stderr)
+    simulated = re.search(r'simulated ([\d.]+) s', out.stdout)
+    return (float(simulated.group(1)) if simulated else float('nan')), out, started
+
+
+def scaling_models():
+    """(name, params file) of the models timed for the scaling rows."""
+    from robot_dynamics.model import RobotModel
+    sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
+    from run import random_chain   # noqa: E402 - the random chains of benchmarks/run.py
+    import yaml
+    models = [('planar2', os.path.join(CONFIG, 'planar2.yaml')), ('PUMA 560', PUMA),
+              ('Panda (7)', os.path.join(CONFIG, 'panda.yaml'))]
+    for n in (20, 50):
+        model = random_chain(n)
+        assert isinstance(model, RobotModel)
+        path = os.path.join(tempfile.gettempdir(), f'closed_loop_random{n}_{os.getpid()}.yaml')
+        with open(path, 'w') as stream:
+            yaml.safe_dump({'/**': {'ros__parameters': {
+                'joints': [f'joint_{i}' for i in range(1, n + 1)],
+                'robot': model.to_params()}}}, stream)
+        models.append((f'random n={n}', path))
+    return models
+
+
+def time_calls(function, count):
+    function()
+    samples = []
+    for _ in range(5):
+        begin = time.perf_counter()
+        for _ in range(count):
+            function()
+        samples.append((time.perf_counter() - begin) / count)
+    return min(samples)
+
+
+def callback_costs(params_file):
+    """(joints, controller cycle [s], plant tick [s]) in-process on `params_file`'s robot."""
+    from rclpy.parameter import Parameter
+    from robot_dynamics.nodes.controller import ComputedTorqueController
+    from robot_dynamics.nodes.plant import PlantSimulator
+    context = rclpy.Context()
+    rclpy.init(args=['scaling', '--ros-args', '--params-file', params_file], context=context)
+    try:
+        controller = ComputedTorqueController(context=context, parameter_overrides=[
+            Parameter('control_mode', value='on_state'),
+            Parameter('state_publish_rate', value=100.0)])
+        plant = PlantSimulator(context=context, parameter_overrides=[
+            Parameter('publish_rate', value=1000.0)])
+        n = controller.model.n
+        msg = JointState(name=list(controller.joints), position=[0.1] * n, velocity=[0.0] * n)
+        clock = [0]
+
+        def cycle():
+            clock[0] += 1_000_000
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(clock[0], 1_000_000_000)
+            controller._on_joint_states(msg)
+
+        msg.header.stamp.sec = int(time.time())
+        clock[0] = msg.header.stamp.sec * 1_000_000_000
+        controller_cost = time_calls(cycle, 300)
+        plant_cost = time_calls(lambda: plant._advance(), 100)
+        for node in (controller, plant):
             node.destroy_node()
     finally:
-        rclpy.try_shutdown()
-    return {name: statistics.median(v) for name, v in samples.items()}, \
-        {name: len(v) for name, v in samples.items()}
+        rclpy.try_shutdown(context=context)
+    return n, controller_cost, plant_cost
 
 
-def real_time_factor(duration):
-    args = sim.parse_args(['--duration', str(duration), '--control-rate', '1000'])
-    rclpy.init(args=['sim', '--ros-args', '--params-file', PUMA, '--params-file',
-                     os.path.join(REPO, 'config', 'sim.yaml')])
-    try:
-        start = time.monotonic()
-        _, plant = sim.run(args, wall_limit=120.0)
-        wall = time.monotonic() - start
-    finally:
-        rclpy.try_shutdown()
-    return plant.sim_time / wall, plant.sim_time, wall
+def relay_main():
+    from robot_dynamics.nodes.runner import run
+    return run(Relay, 'bare_relay', ['relay'] + sys.argv[2:])
+
+
+def verdict(ok):
+    return 'MET' if ok else 'NOT MET'
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--count', type=int, default=300, help='round trips per node (300)')
-    parser.add_argument('--duration', type=float, default=3.0,
-                        help='simulated seconds of the 1 kHz loop (3)')
-    parser.add_argument('--backend', default='generated', help='dynamics backend')
+    parser.add_argument('--count', type=int, default=2000,
+                        help='latency samples per node (2000, blocks of 250)')
+    parser.add_argument('--duration', type=float, default=12.0,
+                        help='wall seconds of the bring-up run (12)')
+    parser.add_argument('--skip-one-process', action='store_true')
+    parser.add_argument('--skip-scaling', action='store_true')
     args = parser.parse_args()
-    dynamics.set_backend(args.backend)
-    print(f'# backend {dynamics.get_backend()}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}')
-    medians, counts = reaction_latency(args.count)
-    ratio = medians['controller'] / medians['relay']
-    print(f'reaction latency, median of {counts["controller"]} round trips: controller '
-          f'{medians["controller"] * 1e6:.0f} µs, bare relay {medians["relay"] * 1e6:.0f} µs, '
-          f'ratio {ratio:.2f}')
-    rtf, simulated, wall = real_time_factor(args.duration)
-    print(f'1 kHz closed loop (plant RK4 1 ms + controller every 1 ms, lock-step): '
-          f'{simulated:.2f} s simulated in {wall:.2f} s wall, real-time factor {rtf:.2f}')
+    print(f'# ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}, python {sys.version.split()[0]}, '
+          f'rclpy from {os.path.dirname(rclpy.__file__)}')
+    latency = reaction_latency(args.count)
+    (c_med, c_p99, c_miss, c_n), (r_med, r_p99, r_miss, r_n) = (
+        latency['controller'], latency['relay'])
+    ratio = c_med / r_med
+    print(f'reaction latency at 1 kHz input, {c_n} messages each: controller median '
+          f'{c_med * 1e6:.0f} µs (p99 {c_p99 * 1e6:.0f}, {c_miss} unanswered), bare relay '
+          f'{r_med * 1e6:.0f} µs (p99 {r_p99 * 1e6:.0f}, {r_miss} unanswered): ratio '
+          f'{ratio:.2f}, target <= 1.25: {verdict(ratio <= 1.25)}')
+    loop = bringup_real_time(args.duration)
+    late = loop['late'] / max(1, loop['ticks'])
+    print(f'bring-up at 1 kHz (3 processes, plant free-running): {loop["simulated"]:.3f} s '
+          f'simulated in {loop["wall"]:.3f} s wall since the loop closed: real-time factor '
+          f'{loop["real_time_factor"]:.4f} (target >= 0.98), {loop["late"]} of '
+          f'{loop["ticks"]} ticks late ({late * 100:.2f} %, target <= 1 %), '
+          f'{loop["dropped"]} dropped, {loop["unanswered"]} states unanswered before the next '
+          f'tick; demo move accepted: {loop["moved"]}: '
+          f'{verdict(loop["closed_loop"] and loop["real_time_factor"] >= 0.98 and late <= 0.01)}')
+    if not args.skip_one_process:
+        start_time = time.monotonic()
+        simulated, out, _ = one_process_lockstep(3.0)
+        wall = time.monotonic() - start_time
+        print(f'one process (`sim --duration 3 --control-rate 1000`, lock-step, start-up '
+              f'included): {simulated:.2f} s simulated in {wall:.2f} s wall, real-time '
+              f'factor {simulated / wall:.2f}')
+    if not args.skip_scaling:
+        print('scaling (in-process, one call each; no DDS round trip):')
+        print('| model | joints | controller cycle | plant tick (RK4 1 ms) | '
+              'max rate, cycle + relay round trip |')
+        print('|---|---|---|---|---|')
+        for name, path in scaling_models():
+            n, controller_cost, plant_cost = callback_costs(path)
+            budget = controller_cost + r_med
+            print(f'| {name} | {n} | {controller_cost * 1e6:.0f} µs | {plant_cost * 1e6:.0f} µs '
+                  f'| {1.0 / budget:.0f} Hz |')
 
 
 if __name__ == '__main__':
+    if sys.argv[1:2] == ['--relay']:
+        sys.exit(relay_main())
     main()

@@ -80,6 +80,12 @@ def effort_limit_vector(name, value, model):
     return np.array(limits)
 
 
+def doubles(values):
+    """A float64[] message field from an array (tolist() measured faster than building an
+    array.array or converting element by element)."""
+    return np.asarray(values, dtype=float).tolist()
+
+
 class LawSwap:
     """A new (law, effort limits), built in the parameter callback and taken by the next
     control cycle, so that gains, limits and payload change together between two cycles;
@@ -147,6 +153,11 @@ class ComputedTorqueController(Node):
         self._goal_reached = None
         self._saturated_cycles = 0
         self._clipped_joints = 0
+        self._names = None           # the last /joint_states name list, with its mapping
+        self._last_state_t = -math.inf   # cycle time of the last diagnostics [s]
+        # 1 % short of the period: rounding of epoch stamps never skips a due cycle
+        self._state_period = (0.99 / self.state_publish_rate
+                              if self.state_publish_rate > 0.0 else 0.0)
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.get_logger().info(
@@ -197,7 +208,11 @@ class ComputedTorqueController(Node):
             'of joints (the others hold their reference)', read_only=True))
         self.publish_state = as_bool('publish_state', declare(
             self, 'publish_state', True, 'publish ~/reference, ~/feedback, ~/error and '
-            '~/output every cycle', read_only=True))
+            '~/output (at most state_publish_rate)', read_only=True))
+        self.state_publish_rate = as_float('state_publish_rate', declare(
+            self, 'state_publish_rate', 100.0, 'at most this rate of the cycle time for '
+            '~/reference, ~/feedback, ~/error and ~/output [Hz]; 0 = every cycle',
+            read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
         self.sampler = JointTrajectorySampler(
             self.joints, position_min=self.model.position_min,
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial)
@@ -240,6 +255,8 @@ class ComputedTorqueController(Node):
     def _create_interfaces(self):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10)
+        self._command_msg = Float64MultiArray()
+        self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
         self._reference_pub = self.create_publisher(JointState, '~/reference', 10)
         self._feedback_pub = self.create_publisher(JointState, '~/feedback', 10)
         self._error_pub = self.create_publisher(JointState, '~/error', 10)
@@ -266,9 +283,16 @@ class ComputedTorqueController(Node):
     @guarded('joint_states')
     def _on_joint_states(self, msg):
         """Map by name; ignore other joints; a malformed message is dropped as a whole."""
-        updates = self._joint_updates(msg)
-        if not updates:
-            return
+        updates = self._known_names_updates(msg)
+        if updates is None:
+            updates = self._joint_updates(msg)
+            if not updates:
+                return
+            targets, positions, velocities = (np.array(column) for column in zip(*updates))
+        else:
+            targets, positions, velocities = updates
+            if not len(targets):
+                return
         now = self._now()
         stamp = now
         if self.control_mode == 'on_state':
@@ -278,12 +302,43 @@ class ComputedTorqueController(Node):
             if (self._ready and self.state_timeout > 0.0
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
-        for i, position, velocity in updates:
-            self._q[i] = position
-            self._qd[i] = velocity
-            self._received[i] = now
+        self._q[targets] = positions
+        self._qd[targets] = velocities
+        self._received[targets] = now
         if self.control_mode == 'on_state':
             self._control_cycle(stamp, now)
+
+    def _known_names_updates(self, msg):
+        """The fast path of _joint_updates for a name list seen before whose values are all
+        well-formed: (controller indices, q, q̇) arrays; None means take the full path."""
+        names = msg.name
+        cached = self._names
+        if cached is None or names != cached[0]:
+            self._names = cached = self._name_mapping(names)
+            if cached is None:
+                return None
+        _, sources, targets = cached
+        count = len(names)
+        if len(msg.position) != count or len(msg.velocity) != count:
+            return None
+        positions = np.asarray(msg.position, dtype=float)[sources]
+        velocities = np.asarray(msg.velocity, dtype=float)[sources]
+        # NaN fails the comparison too: one vectorised check for finite and within range.
+        if not ((np.abs(positions) <= MAX_ABS_STATE).all()
+                and (np.abs(velocities) <= MAX_ABS_STATE).all()):
+            return None
+        return targets, positions, velocities
+
+    def _name_mapping(self, names):
+        """(names, message indices, controller indices) of a name list without duplicates,
+        else None (the full path then reports the duplicate)."""
+        names = list(names)
+        if len(set(names)) != len(names):
+            return None
+        pairs = [(k, self._index[name]) for k, name in enumerate(names) if name in self._index]
+        sources = np.array([k for k, _ in pairs], dtype=np.intp)
+        targets = np.array([i for _, i in pairs], dtype=np.intp)
+        return names, sources, targets
 
     def _joint_updates(self, msg):
         """[(index, q, q̇)] of the controlled joints in `msg`, or None if it is malformed."""
@@ -388,10 +443,18 @@ class ComputedTorqueController(Node):
                                     throttle_duration_sec=THROTTLE)
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
-        self._publish_command(tau)
+        self._publish_command(tau)          # first: the reaction latency ends here
         self._update_status(t)
-        if self.publish_state:
+        if self.publish_state and self._state_due(t):
             self._publish_state(reference, tau)
+
+    def _state_due(self, t):
+        """Diagnostics at most state_publish_rate (of the cycle time t); time going back
+        restarts the count."""
+        if t - self._last_state_t >= self._state_period or t < self._last_state_t:
+            self._last_state_t = t
+            return True
+        return False
 
     def _resync(self, t):
         """After a state timeout or a clock going back: hold the measured position (any
@@ -455,28 +518,32 @@ class ComputedTorqueController(Node):
     # ------------------------------------------------------------------ publishing
 
     def _publish_command(self, tau):
-        self._command_pub.publish(Float64MultiArray(data=tau.tolist()))
+        msg = self._command_msg     # built once, refilled (publish serialises it)
+        msg.data = doubles(tau)
+        self._command_pub.publish(msg)
 
     def _publish_state(self, reference, tau):
         stamp = self.get_clock().now().to_msg()
-        names = list(self.joints)
+        reference_msg, feedback, error, output = self._state_msgs
         # ~/reference: effort carries q̈_d [rad/s² | m/s²] (documented in the README).
-        self._reference_pub.publish(self._joint_state(
-            stamp, names, reference.positions, reference.velocities, reference.accelerations))
-        self._feedback_pub.publish(self._joint_state(stamp, names, self._q, self._qd, ()))
-        self._error_pub.publish(self._joint_state(
-            stamp, names, reference.positions - self._q, reference.velocities - self._qd, ()))
-        self._output_pub.publish(self._joint_state(stamp, names, (), (), tau))
+        self._fill(reference_msg, stamp, reference.positions, reference.velocities,
+                   reference.accelerations)
+        self._reference_pub.publish(reference_msg)
+        self._fill(feedback, stamp, self._q, self._qd, ())
+        self._feedback_pub.publish(feedback)
+        self._fill(error, stamp, reference.positions - self._q,
+                   reference.velocities - self._qd, ())
+        self._error_pub.publish(error)
+        self._fill(output, stamp, (), (), tau)
+        self._output_pub.publish(output)
 
     @staticmethod
-    def _joint_state(stamp, names, position, velocity, effort):
-        msg = JointState()
+    def _fill(msg, stamp, position, velocity, effort):
+        """Refill a JointState built once with the joint names."""
         msg.header.stamp = stamp
-        msg.name = names
-        msg.position = [float(v) for v in position]
-        msg.velocity = [float(v) for v in velocity]
-        msg.effort = [float(v) for v in effort]
-        return msg
+        msg.position = doubles(position)
+        msg.velocity = doubles(velocity)
+        msg.effort = doubles(effort)
 
 
 def main(args=None):

@@ -5,8 +5,12 @@ q̈ = forward_dynamics(q, q̇, τ) is integrated with RK4 (or semi-implicit Eule
 is published on /joint_states (position, velocity, the effort actually applied) every
 1/publish_rate s of simulated time.
 
-Time: with publish_clock false the plant ticks on the wall clock and stamps with the node
-clock. With publish_clock true it owns simulated time: each tick advances exactly
+Time: with publish_clock false the plant runs free on the wall clock and stamps with the
+node clock: tick k is due at start + k·tick_period (steady clock); a timer callback
+integrates every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and
+publishes the last state. A tick processed more than one tick_period after it was due is
+counted as late (`loop_statistics`, and a summary line when the node is destroyed).
+With publish_clock true it owns simulated time: each tick advances exactly
 steps_per_tick·integration_step, publishes /clock, then /joint_states. With lockstep (the
 default) simulated time advances only once the command answering the last published state
 has arrived (or lockstep_timeout wall seconds passed), so the loop does not depend on the
@@ -36,6 +40,7 @@ from robot_dynamics.nodes.runner import run
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
 RESEND_PERIOD = 0.5   # wall s between re-publications of a state nobody has answered
+MAX_CATCH_UP = 10     # free-running: ticks integrated in one timer callback at most
 
 
 class PlantSimulator(Node):
@@ -70,6 +75,13 @@ class PlantSimulator(Node):
         self._model_lock = threading.Lock()
         self._new_model = None               # built in the callback, taken by the next tick
         self._state_msg = JointState(name=list(self.joints))
+        self._wall_start = None              # free-running: steady time tick 0 was due [s]
+        self.ticks = 0                       # free-running: ticks integrated
+        self.late_ticks = 0                  # ... processed > tick_period after they were due
+        self.dropped_ticks = 0               # ... beyond MAX_CATCH_UP, not integrated
+        self.unanswered_states = 0           # ... states with no command before the next tick
+        self._answered = True
+        self._closed_at = None               # counters when the first command arrived
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
                            if self.publish_clock else None)
@@ -202,6 +214,9 @@ class PlantSimulator(Node):
             return
         self._tau_command = tau
         self._command_time = self._plant_time()
+        self._answered = True
+        if self._closed_at is None and self._wall_start is not None:
+            self._closed_at = self._counters()
         if self._awaiting_command or not self._started:
             self._awaiting_command = False
             self._started = True
@@ -210,6 +225,9 @@ class PlantSimulator(Node):
 
     def _on_timer(self):
         if self.stopped:
+            return
+        if not self.publish_clock:
+            self._free_running_tick()
             return
         if not self._started or self._awaiting_command:
             waited = time.monotonic() - self._last_publish_wall
@@ -245,14 +263,67 @@ class PlantSimulator(Node):
                 throttle_duration_sec=THROTTLE)
         return tau
 
-    def _advance(self):
-        """Integrate one tick (steps_per_tick steps, effort held), then publish."""
+    def _free_running_tick(self):
+        """Integrate the ticks due by now on the steady clock (catching up, at most
+        MAX_CATCH_UP), count the late and dropped ones, publish once."""
+        now = time.monotonic()
+        if self._wall_start is None:
+            self._wall_start = self._wall_origin = now
+        # 1 % of a period of tolerance: a timer firing on time is never counted as early.
+        elapsed = (now - self._wall_start) / self.tick_period
+        due = int(elapsed + 0.01) + 1 - self.ticks
+        if due <= 0:
+            return
+        if due > MAX_CATCH_UP:
+            self.dropped_ticks += due - MAX_CATCH_UP
+            self._wall_start += (due - MAX_CATCH_UP) * self.tick_period
+            elapsed -= due - MAX_CATCH_UP
+            due = MAX_CATCH_UP
+        # tick k is late if processed after its due time + one period: k < elapsed - 1
+        self.late_ticks += max(0, min(due, math.ceil(elapsed - 1.0) - self.ticks))
+        if not self._answered:
+            self.unanswered_states += 1
+        self.ticks += due
+        self._advance(due)
+
+    def _counters(self):
+        return (time.monotonic(), self._steps, self.ticks, self.late_ticks,
+                self.dropped_ticks, self.unanswered_states)
+
+    def loop_statistics(self):
+        """Free-running, since the first command closed the loop (before it: since the
+        first tick): ticks, late/dropped ticks, unanswered states, simulated and wall time,
+        and their ratio (the real-time factor)."""
+        origin = self._closed_at
+        if origin is None:
+            origin = (self._wall_origin if self._wall_start is not None else time.monotonic(),
+                      0, 0, 0, 0, 0)
+        wall, steps, ticks, late, dropped, unanswered = (
+            b - a for a, b in zip(origin, self._counters()))
+        simulated = steps * self.dt
+        return {'closed_loop': self._closed_at is not None, 'ticks': ticks,
+                'late_ticks': late, 'dropped_ticks': dropped,
+                'unanswered_states': unanswered, 'simulated': simulated, 'wall': wall,
+                'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
+
+    def destroy_node(self):
+        if self.model is not None and not self.publish_clock and self.ticks:
+            stats = self.loop_statistics()
+            self.get_logger().info(
+                'free-running loop (closed_loop={closed_loop}): {ticks} ticks, {simulated:.3f} s simulated in {wall:.3f} s '
+                'wall (real-time factor {real_time_factor:.4f}), {late_ticks} late (> 1 '
+                'period), {dropped_ticks} dropped, {unanswered_states} states unanswered '
+                'before the next tick'.format(**stats))
+        return super().destroy_node()
+
+    def _advance(self, ticks=1):
+        """Integrate `ticks` ticks (steps_per_tick steps each, effort held), then publish."""
         if self.stopped:
             return
         self._take_new_model()
         tau = self.effort()
         q, qd = self.q, self.qd
-        for _ in range(self.steps_per_tick):
+        for _ in range(self.steps_per_tick * ticks):
             q, qd = self._step(self.model, q, qd, tau, self.dt)
         bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
                              | ~(np.abs(qd) <= self.divergence_velocity))
@@ -266,7 +337,7 @@ class PlantSimulator(Node):
                 'published')
             return
         self.q, self.qd, self._tau_applied = q, qd, tau
-        self._steps += self.steps_per_tick
+        self._steps += self.steps_per_tick * ticks
         self._publish()
 
     def _publish(self):
@@ -281,6 +352,7 @@ class PlantSimulator(Node):
         self._state_pub.publish(msg)
         self._last_publish_wall = time.monotonic()
         self._awaiting_command = self.publish_clock and self.lockstep
+        self._answered = False
 
 
 def main(args=None):
