@@ -210,7 +210,7 @@ class ComputedTorqueController(Node):
             self, 'publish_state', True, 'publish ~/reference, ~/feedback, ~/error and '
             '~/output (at most state_publish_rate)', read_only=True))
         self.state_publish_rate = as_float('state_publish_rate', declare(
-            self, 'state_publish_rate', 100.0, 'at most this rate of the cycle time for '
+            self, 'state_publish_rate', 0.0, 'at most this rate of the cycle time for '
             '~/reference, ~/feedback, ~/error and ~/output [Hz]; 0 = every cycle',
             read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
         self.sampler = JointTrajectorySampler(
