@@ -136,8 +136,12 @@ def _numba_single(model, name, states, wrench):
     fn = shared.get((name, 'numba')) if shared else None
     if fn is None:
         fn = _fast_numba.kernel(model, name)
+    kernels = model.__dict__.get('_kernels')
+    body = kernels.get('body_array') if kernels else None
+    if body is None:
+        body = _fast_numba.body_array(model)
     try:
-        out = fn(*states, _fast_numba.body_array(model))
+        out = fn(*states, body)
     except ZeroDivisionError:
         return None
     return out if out.shape[0] else None
