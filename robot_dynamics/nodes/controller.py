@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import JointState
@@ -257,10 +258,12 @@ class ComputedTorqueController(Node):
         self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10)
         self._command_msg = Float64MultiArray()
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
-        self._reference_pub = self.create_publisher(JointState, '~/reference', 10)
-        self._feedback_pub = self.create_publisher(JointState, '~/feedback', 10)
-        self._error_pub = self.create_publisher(JointState, '~/error', 10)
-        self._output_pub = self.create_publisher(JointState, '~/output', 10)
+        # No publisher-side QoS event handlers on the diagnostics: each is one more entity
+        # the executor walks on every wait (issue 6 profile); their subscribers still warn.
+        quiet = PublisherEventCallbacks(use_default_callbacks=False)
+        self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
+            self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)
+            for name in ('reference', 'feedback', 'error', 'output'))
         self._status_pub = self.create_publisher(String, '~/status', latched)
         self._goal_pub = self.create_publisher(Bool, '~/goal_reached', latched)
         self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched)
