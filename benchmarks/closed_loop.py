@@ -190,9 +190,9 @@ def bringup_real_time(duration):
     plant = start(node_command('robot_dynamics.nodes.plant', '-p', 'publish_clock:=false'))
     controller = start(node_command('robot_dynamics.nodes.controller',
                                     '-p', 'use_sim_time:=false'))
+    ros_args = node_command('', '-p', 'use_sim_time:=false')[3:]   # from --ros-args on
     demo = start([sys.executable, '-c', 'import sys; from robot_dynamics.nodes.sim import '
-                  'demo_main; sys.exit(demo_main())', *node_command('', '-p',
-                                                                   'use_sim_time:=false')[3:]])
+                  'demo_main; sys.exit(demo_main())', *ros_args])
     time.sleep(duration)
     controller_log = stop(controller)   # the plant first would leave the controller stale
     plant_log = stop(plant)
@@ -304,7 +304,7 @@ def main():
     print(f'# ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}, python {sys.version.split()[0]}, '
           f'rclpy from {os.path.dirname(rclpy.__file__)}')
     latency = reaction_latency(args.count)
-    (c_med, c_p99, c_miss, c_n), (r_med, r_p99, r_miss, r_n) = (
+    (c_med, c_p99, c_miss, c_n), (r_med, r_p99, r_miss, _) = (
         latency['controller'], latency['relay'])
     ratio = c_med / r_med
     print(f'reaction latency at 1 kHz input, {c_n} messages each: controller median '

@@ -310,8 +310,8 @@ class PlantSimulator(Node):
         if self.model is not None and not self.publish_clock and self.ticks:
             stats = self.loop_statistics()
             self.get_logger().info(
-                'free-running loop (closed_loop={closed_loop}): {ticks} ticks, {simulated:.3f} s simulated in {wall:.3f} s '
-                'wall (real-time factor {real_time_factor:.4f}), {late_ticks} late (> 1 '
+                'free-running loop (closed_loop={closed_loop}): {ticks} ticks, '
+                '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor {real_time_factor:.4f}), {late_ticks} late (> 1 '
                 'period), {dropped_ticks} dropped, {unanswered_states} states unanswered '
                 'before the next tick'.format(**stats))
         return super().destroy_node()
