@@ -258,15 +258,19 @@ class ComputedTorqueController(Node):
         self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10)
         self._command_msg = Float64MultiArray()
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
-        # No publisher-side QoS event handlers on the diagnostics: each is one more entity
-        # the executor walks on every wait (issue 6 profile); their subscribers still warn.
+        # No publisher-side QoS event handlers on the diagnostics and the latched topics:
+        # each is one more entity the executor walks on every wait (issue 6 profile); a
+        # reliable transient-local publisher suits any subscriber, which still warns itself.
         quiet = PublisherEventCallbacks(use_default_callbacks=False)
         self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
             self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)
             for name in ('reference', 'feedback', 'error', 'output'))
-        self._status_pub = self.create_publisher(String, '~/status', latched)
-        self._goal_pub = self.create_publisher(Bool, '~/goal_reached', latched)
-        self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched)
+        self._status_pub = self.create_publisher(String, '~/status', latched,
+                                                 event_callbacks=quiet)
+        self._goal_pub = self.create_publisher(Bool, '~/goal_reached', latched,
+                                               event_callbacks=quiet)
+        self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched,
+                                                     event_callbacks=quiet)
         # Best effort hears both reliable and best-effort publishers (ros-conventions §3.2).
         self.create_subscription(JointState, 'joint_states', self._on_joint_states,
                                  qos_profile_sensor_data)
