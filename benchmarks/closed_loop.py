@@ -336,6 +336,8 @@ def main():
         print('|---|---|---|---|---|---|')
         for name, path in scaling_models():
             n, controller_cost, plant_cost = callback_costs(path)
+            if path.startswith(tempfile.gettempdir()):
+                os.remove(path)
             print(f'| {name} | {n} | {controller_cost * 1e6:.0f} µs | '
                   f'{1.0 / (controller_cost + r_med):.0f} Hz | {plant_cost * 1e6:.0f} µs | '
                   f'{1.0 / (plant_cost + r_med):.0f} Hz |')
