@@ -29,7 +29,8 @@ def requirements(distro):
     ros = [f'ros-{distro}-rclpy[fastrtps]'] + [
         f'ros-{distro}-{name}' for name in ('sensor-msgs', 'trajectory-msgs', 'std-msgs',
                                             'rosgraph-msgs')]
-    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis']
+    # matplotlib: the optional 'plot' extra, so the figure tests run too
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib']
 
 
 def base_python():
