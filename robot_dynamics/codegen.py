@@ -280,10 +280,6 @@ def vadd(a, b):
     return [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 
 
-def vsub(a, b):
-    return [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-
-
 def vscale(k, v):
     return [k * v[0], k * v[1], k * v[2]]
 

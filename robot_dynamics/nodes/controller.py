@@ -153,7 +153,6 @@ class ComputedTorqueController(Node):
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0
-        self._clipped_joints = 0
         self._names = None           # the last /joint_states name list, with its mapping
         self._last_state_t = -math.inf   # cycle time of the last diagnostics [s]
         # 1 % short of the period: rounding of epoch stamps never skips a due cycle
@@ -485,7 +484,6 @@ class ComputedTorqueController(Node):
         limited, clipped = saturate(tau, self.effort_limits)
         if clipped:
             self._saturated_cycles += 1
-            self._clipped_joints += clipped
             self._saturation_pub.publish(UInt64(data=self._saturated_cycles))
             joints = [self.joints[i] for i in np.flatnonzero(limited != tau)]
             self._warn(f'effort clipped to effort_limits on {joints} '
