@@ -9,13 +9,16 @@ cache directory (``$ROBOT_DYNAMICS_CACHE``, else ``$XDG_CACHE_HOME/robot_dynamic
 space. If no cache directory is writable, kernels are compiled from memory in every
 process.
 
-The compiled kernels take float64 arrays: '<name>_one' maps one state (n,) to an (n,)
-array, or to an empty array if the result is not finite (the caller then asks the
-reference path); '<name>_batch' loops over the rows of (B, n) arrays into an output (B, n)
-array; 'rk4_one' returns a (2, n) array (q, q̇ after the step), or an empty one. Each
-takes the last body's inertial parameters as a trailing float64 array (`body_array`, in
-the order of `codegen.BODY`), so that the compiled code is shared by the models
-`with_payload` derives from one another (and its on-disk source is the same file).
+The compiled kernels take float64 arrays: '<name>_one' writes one state's result (n,)
+into a caller's `out` array and returns whether it is finite (if not, the caller asks the
+reference path); 'rk4_one' writes q, q̇ after the step into `out` (2, n). They are compiled
+eagerly for C-contiguous, writable float64 arrays only (explicit signatures, nothing more is
+ever compiled): any other argument raises TypeError, a wrong length ValueError, and the
+caller takes the general path. '<name>_batch' loops over the rows of (B, n) arrays into an
+output (B, n) array. Each takes the last body's inertial parameters as a float64 array
+(`body_array`, in the order of `codegen.BODY`) after the states, so that the compiled code
+is shared by the models `with_payload` derives from one another (and its on-disk source is
+the same file).
 """
 
 import hashlib
@@ -86,29 +89,35 @@ def _module_source(model, name):
 
 
 def _one_source(model, base):
-    """One state -> a float64 array (empty if any entry is not finite)."""
+    """One state -> `out` (a float64 array); returns False if any entry is not finite."""
     n = model.n
     if base == 'rk4':
-        lines = ['def rk4_one(q, qd, tau, dt, body):',
-                 f'    a, b = rk4(q, qd, tau, dt{_body_args(model, base)})',
-                 f'    out = np.empty((2, {n}))']
+        lines = ['def rk4_one(q, qd, tau, dt, body, out):',
+                 f'    a, b = rk4(q, qd, tau, dt{_body_args(model, base)})']
         lines += [f'    out[0, {j}] = a[{j}]\n    out[1, {j}] = b[{j}]' for j in range(n)]
         total = ' + '.join([f'a[{j}] + b[{j}]' for j in range(n)])
     else:
         params = _PARAMS[base]
-        lines = [f'def {base}_one({params}, body):',
-                 f'    r = {base}({params}{_body_args(model, base)})',
-                 f'    out = np.empty({n})']
+        lines = [f'def {base}_one({params}, body, out):',
+                 f'    r = {base}({params}{_body_args(model, base)})']
         lines += [f'    out[{j}] = r[{j}]' for j in range(n)]
         total = ' + '.join(f'r[{j}]' for j in range(n))
-    lines += [f'    total = {total}', '    if total - total != 0.0:',
-              '        return np.empty(0)' if base != 'rk4' else '        return np.empty((0, 0))',
-              '    return out']
+    lines += [f'    total = {total}', '    return total - total == 0.0']
     return '\n'.join(lines) + '\n'
 
 
+def _one_signature(base):
+    """The only argument types a '<base>_one' kernel is compiled for."""
+    vector = 'float64[::1]'
+    states = ', '.join([vector] * len(_PARAMS[base].split(',')))
+    if base == 'rk4':
+        return f'boolean({vector}, {vector}, {vector}, float64, {vector}, float64[:, ::1])'
+    return f'boolean({states}, {vector}, {vector})'
+
+
 _PARAMS = {'rnea': 'q, qd, qdd', 'rnea_wrench': 'q, qd, qdd, w', 'bias': 'q, qd',
-           'gravity': 'q', 'aba': 'q, qd, tau', 'aba_wrench': 'q, qd, tau, w'}
+           'gravity': 'q', 'aba': 'q, qd, tau', 'aba_wrench': 'q, qd, tau, w',
+           'rk4': 'q, qd, tau, dt'}
 
 
 def _batch_source(model, base):
@@ -137,10 +146,12 @@ def _compile(model, name):
     else:                        # no writable cache: compile from memory, every process
         module = types.ModuleType(module_name)
         exec(compile(text, module_name, 'exec'), module.__dict__)  # noqa: S102 - generated
-    functions = [f for f in ('aba', 'rk4', *_PARAMS, name) if hasattr(module, f)]
+    functions = [f for f in ('aba', 'rk4', *_PARAMS) if hasattr(module, f)]
     for f in dict.fromkeys(functions):
         setattr(module, f, numba.njit(cache=cached)(getattr(module, f)))
-    return getattr(module, name)
+    base, _, suffix = name.rpartition('_')
+    signature = (_one_signature(base),) if suffix == 'one' else ()
+    return numba.njit(*signature, cache=cached)(getattr(module, name))
 
 
 def _write(text, module_name):

@@ -56,15 +56,15 @@ def _rk4_generated(model, q, qd, tau, dt):
 
 
 def _rk4_numba(model, q, qd, tau, dt):
-    arrays = [np.asarray(x, dtype=float) for x in (q, qd, tau)]
-    if any(a.shape != (model.n,) for a in arrays) or type(dt) not in (float, int):
+    if type(dt) not in (float, int):
         return None
-    try:
-        out = _fast_numba.kernel(model, 'rk4_one')(*arrays, float(dt),
-                                                   _fast_numba.body_array(model))
-    except ZeroDivisionError:
+    out = np.empty((2, model.n))
+    try:          # C-contiguous float64 (n,) arrays only; anything else: the general path
+        finite = _fast_numba.kernel(model, 'rk4_one')(q, qd, tau, float(dt),
+                                                      _fast_numba.body_array(model), out)
+    except (TypeError, ValueError, ZeroDivisionError):
         return None
-    return (out[0], out[1]) if out.shape[0] else None
+    return (out[0], out[1]) if finite else None
 
 
 def semi_implicit_euler_step(model, q, qd, tau, dt):
