@@ -418,3 +418,30 @@ def test_unknown_backend_in_the_environment_warns_and_keeps_generated():
     out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
                          text=True, check=True, timeout=60)
     assert out.stdout.strip() == 'generated'
+
+
+def test_numba_one_state_accepts_any_input_kind_and_compiles_nothing_more(
+        monkeypatch, tmp_path, rng):
+    """The numba one-state kernels are compiled for C-contiguous float64 (n,) arrays only;
+    lists, ints, float32, strided and read-only arrays take the general path with the
+    same answer, and a wrong length still raises the general path's error."""
+    pytest.importorskip('numba')
+    from robot_dynamics import _fast_numba
+    monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(tmp_path))
+    model = _two_link()
+    q, qd, qdd = random_state(rng, 2)
+    readonly = qdd.copy()
+    readonly.setflags(write=False)
+    kinds = [(q, qd, qdd), (q.tolist(), tuple(qd), list(qdd)),
+             (np.array([1, 0]), np.array([0, 2]), np.array([3, -1])),
+             (q.astype(np.float32), qd, qdd), (np.repeat(q, 2)[::2], qd, readonly)]
+    for function in (dynamics.inverse_dynamics, dynamics.forward_dynamics):
+        for args in kinds:
+            fast = with_backend('numba', function, model, *args)
+            assert type(fast) is np.ndarray and fast.shape == (2,)
+            assert_same(fast, with_backend('reference', function, model,
+                                           *(np.asarray(a, dtype=float) for a in args)))
+        with pytest.raises(ValueError, match='qd: expected shape'):
+            with_backend('numba', function, model, q, np.zeros(3), qdd)
+    for name in ('rnea_one', 'aba_one'):
+        assert len(_fast_numba.kernel(model, name).signatures) == 1
