@@ -217,7 +217,7 @@ def _generated_batch(model, name, arrays, wrench=None):
     if wrench is not None:
         arrays = list(arrays) + [wrench]
         name += '_wrench'
-    if not all(np.isfinite(a).all() for a in arrays):
+    if not _all_finite(arrays):
         return None
     if _backend == 'numba' and model.n <= NUMBA_MAX_LINKS:
         return _numba_batch(model, name, arrays)
@@ -235,9 +235,19 @@ def _generated_batch(model, name, arrays, wrench=None):
     out = np.empty((size, len(columns)))
     for j, column in enumerate(columns):
         out[:, j] = column
-    if not np.isfinite(out).all():      # a zero pivot of the last body's runtime inertia
+    if not _all_finite((out,)):      # a zero pivot of the last body's runtime inertia
         return None
     return out
+
+
+def _all_finite(arrays):
+    """Whether every entry is finite: one sum per array (NaN and inf propagate), and the
+    entry-wise test only if a sum is not finite (it may have overflowed)."""
+    for a in arrays:
+        total = float(np.sum(a))
+        if total - total != 0.0 and not np.isfinite(a).all():
+            return False
+    return True
 
 
 def _batch(model, value, name, width=None):
