@@ -1,0 +1,726 @@
+"""Optional accelerator for long chains: generic looped kernels compiled once by numba.
+
+`robot_dynamics._fast_numba` compiles the straight-line code generated per model; numba's
+compile time grows steeply with its length. The kernels here are instead written once, as
+loops over the links with the 3-vector algebra spelled out in scalars (no temporary
+arrays), and take the model as one packed float64 array, so that one compilation serves
+every model of every length (cost O(n) per call, compile time independent of n).
+
+Algorithms, as in `robot_dynamics.algorithms` (which these must match to rounding):
+- inverse dynamics: Newton–Euler (seed 000 §2, Craig), body wrenches taken about each
+  body's origin with the first moment h = m c and the inertia about the origin;
+- forward dynamics: the articulated-body algorithm (Featherstone, RBDA Table 7.1), the
+  6×6 articulated inertias kept as three 3×3 blocks [A B; Bᵀ M] (21 numbers), moved to
+  the parent by the cheap rotation about z, a shift, and the constant placement R0.
+Each placement R_i = R0_i Rz(θ_i) is applied in two steps through the "joint frame"
+(R0_i applied, Rz not yet), in which the origin of body i is p'_i = R0ᵀ p0 + d e_z.
+
+Call contract (for `robot_dynamics.dynamics`; every function returns None when it does not
+apply, and the caller then takes its usual path, which gives the reference semantics):
+    available()                                         numba importable
+    inverse_dynamics_one(model, q, qd, qdd, wrench=None)   τ (n,) incl. armature, friction
+    bias_forces_one(model, q, qd)                       τ(q, q̇, 0) incl. friction
+    gravity_torques_one(model, q)                       τ(q, 0, 0), no friction
+    forward_dynamics_one(model, q, qd, tau, wrench=None)   q̈ (n,) incl. armature, friction
+    ..._batch(model, ...)  the same on (B, n) arrays (wrench (6,) or (B, 6)) -> (B, n)
+One state: float64 arrays of shape (n,) (other dtypes, layouts or read-only arrays are
+copied first; a wrong shape returns None). Batch: arrays of shape (B, n) (copied to
+C-contiguous float64 if needed). None also when an input or the result is not finite or
+an articulated inertia is singular: each kernel checks its inputs and outputs.
+The first call compiles every kernel (seconds; `compile_kernels()` does it up front).
+The kernel source is written to `_fast_numba.cache_dir()` with numba's on-disk cache
+(``cache=True``), never into the install space; if that directory is not writable the
+kernels are compiled from memory in every process. The packed model is cached on the
+model instance (``model.__dict__['_kernels']``; `with_payload` makes a new instance, so
+the payload merged into the last body of its own chain is always the one packed).
+"""
+
+import hashlib
+import importlib.util
+import inspect
+import math
+import sys
+import types
+
+import numpy as np
+
+from robot_dynamics import _fast_numba
+
+try:
+    import numba
+except ImportError:      # the accelerator is optional
+    numba = None
+
+WIDTH = 28
+"""Columns of the packed model; row i < n is link i, row n holds the global data:
+row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 unused, 14 prismatic, 15 m,
+       16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
+       25 armature, 26 viscous, 27 Coulomb friction
+row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
+
+_F64 = np.dtype(float)
+_NO_WRENCH = np.empty(0)
+_NO_WRENCHES = np.empty((0, 6))
+_compiled = {}
+
+
+def available():
+    return numba is not None
+
+
+def pack(model):
+    """The model's chain (payload merged), gravity, armature and friction as the
+    (n + 1, WIDTH) float64 array the kernels take."""
+    ch, n = model.chain, model.n
+    P = np.zeros((n + 1, WIDTH))
+    P[:n, 0:9] = ch.R0.reshape(n, 9)
+    P[:n, 9:12] = np.einsum('nji,nj->ni', ch.R0, ch.p0)
+    P[:n, 11] += ch.d0
+    P[:n, 12] = ch.theta0
+    P[:n, 14] = ch.prismatic
+    P[:n, 15] = ch.mass
+    P[:n, 16:19] = ch.mass[:, None] * ch.com
+    for i in range(n):
+        c = ch.com[i]
+        Io = ch.inertia[i] + ch.mass[i] * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        P[i, 19:25] = Io[0, 0], Io[1, 1], Io[2, 2], Io[0, 1], Io[0, 2], Io[1, 2]
+    P[:n, 25] = model.armature
+    P[:n, 26] = model.viscous_friction
+    P[:n, 27] = model.coulomb_friction
+    P[n, 0:9] = ch.R_tip.reshape(9)
+    P[n, 9:12] = ch.p_tip
+    P[n, 12:15] = model.gravity
+    return P
+
+
+def packed(model):
+    """`pack(model)`, once per model instance."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    P = cache.get('loops_packed')
+    if P is None:
+        P = cache['loops_packed'] = pack(model)
+    return P
+
+
+# ---------------------------------------------------------------------- public calls
+# The fast path passes the caller's arrays straight to the compiled kernels, which have
+# explicit signatures (C-contiguous, writable float64): numba's dispatcher then checks the
+# types in C and raises TypeError on anything else, which the slow path copies once.
+
+
+def _packed(model):
+    kernels = model.__dict__.get('_kernels')
+    P = kernels.get('loops_packed') if kernels else None
+    return packed(model) if P is None else P
+
+
+def _retry(name, model, states, wrench, mode, ndim):
+    """The kernel on C-contiguous float64 copies of the inputs (empty if they do not fit)."""
+    fn = _kernel(name)
+    try:
+        arrays = [np.array(x, dtype=float, order='C') for x in states]
+        wrench = np.array(wrench, dtype=float, order='C')
+    except (TypeError, ValueError):
+        return np.empty(0)
+    if ndim == 2 and wrench.shape == (6,):
+        wrench = np.repeat(wrench[None], arrays[0].shape[0] if arrays[0].ndim else 0, axis=0)
+    try:
+        return fn(_packed(model), *arrays, wrench, mode)
+    except TypeError:        # wrong number of dimensions
+        return np.empty(0)
+
+
+def _one(name, model, states, wrench, mode):
+    if wrench is None:
+        wrench = _NO_WRENCH
+    try:
+        out = _compiled[name](_packed(model), *states, wrench, mode)
+    except (KeyError, TypeError):
+        out = _retry(name, model, states, wrench, mode, 1)
+    return out if out.shape[0] else None
+
+
+def _batch(name, model, states, wrench, mode):
+    if wrench is None:
+        wrench = _NO_WRENCHES
+    try:
+        out = _compiled[name](_packed(model), *states, wrench, mode)
+    except (KeyError, TypeError):
+        out = _retry(name, model, states, wrench, mode, 2)
+    return out if out.shape[0] else None
+
+
+def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
+    return _one('rnea_one', model, (q, qd, qdd), wrench, 0)
+
+
+def bias_forces_one(model, q, qd):
+    return _one('rnea_one', model, (q, qd, q), None, 1)
+
+
+def gravity_torques_one(model, q):
+    return _one('rnea_one', model, (q, q, q), None, 2)
+
+
+def forward_dynamics_one(model, q, qd, tau, wrench=None):
+    return _one('aba_one', model, (q, qd, tau), wrench, 0)
+
+
+def inverse_dynamics_batch(model, q, qd, qdd, wrench=None):
+    return _batch('rnea_batch', model, (q, qd, qdd), wrench, 0)
+
+
+def bias_forces_batch(model, q, qd):
+    return _batch('rnea_batch', model, (q, qd, q), None, 1)
+
+
+def gravity_torques_batch(model, q):
+    return _batch('rnea_batch', model, (q, q, q), None, 2)
+
+
+def forward_dynamics_batch(model, q, qd, tau, wrench=None):
+    return _batch('aba_batch', model, (q, qd, tau), wrench, 0)
+
+
+def compile_kernels():
+    """Compile (or load from numba's cache) every kernel now; False without numba."""
+    if numba is None:
+        return False
+    for name in ENTRIES:
+        _kernel(name)
+    return True
+
+
+# ---------------------------------------------------------------------- compilation
+
+_ONE = '(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1], int64)'
+_MANY = ('(float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], '
+         'float64[:, ::1], int64)')
+ENTRIES = {'rnea_one': _ONE, 'rnea_batch': _MANY, 'aba_one': _ONE, 'aba_batch': _MANY}
+
+
+def _kernel(name):
+    fn = _compiled.get(name)
+    if fn is None:
+        if numba is None:
+            raise RuntimeError('numba is not installed')
+        module = _module()
+        for entry in ENTRIES:
+            _compiled[entry] = getattr(module, entry)
+        fn = _compiled[name]
+    return fn
+
+
+def _module():
+    """The kernels, compiled from a copy of their source in the cache directory (so that
+    numba's on-disk cache finds it again), or from memory if that is not writable."""
+    text = kernel_source()
+    digest = hashlib.sha1(text.encode()).hexdigest()[:20]
+    module_name = f'_robot_dynamics_loops_{digest}'
+    path = _fast_numba._write(text, module_name)
+    cached = path is not None
+    if cached:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = types.ModuleType(module_name)
+        exec(compile(text, module_name, 'exec'), module.__dict__)  # noqa: S102 - our source
+    for fn in _KERNELS:          # helpers first (compiled lazily), then the typed entries
+        name = fn.__name__
+        if name not in ENTRIES:
+            setattr(module, name, numba.njit(cache=cached, error_model='numpy')(
+                getattr(module, name)))
+    for name, signature in ENTRIES.items():
+        setattr(module, name, numba.njit(signature, cache=cached, error_model='numpy')(
+            getattr(module, name)))
+    return module
+
+
+def kernel_source():
+    """The source of the numba kernels: the plain-Python functions below, verbatim."""
+    header = 'import math\n\nimport numpy as np\n\n'
+    return header + '\n\n'.join(inspect.getsource(fn) for fn in _KERNELS)
+
+
+# ---------------------------------------------------------------------- kernels
+# Plain Python on numpy arrays and floats (they run, slowly, without numba too); numba
+# compiles a copy. Vectors are written out in scalars; 3×3 blocks are tuples.
+
+
+def _sign(x):
+    if x > 0.0:
+        return 1.0
+    if x < 0.0:
+        return -1.0
+    return 0.0
+
+
+def rnea_into(P, q, qd, qdd, w, mode, out, S):
+    """Newton–Euler τ into out (n,); mode 0: full (armature, friction, wrench if w has 6
+    entries), 1: q̈ = 0 (bias, friction), 2: q̇ = q̈ = 0 (gravity). S is (n, 8) scratch.
+    False if an input or the result is not finite."""
+    n = q.shape[0]
+    G = P[n]
+    wx = wy = wz = 0.0                       # ω, ω̇, v̇ of body i-1 in its frame
+    ax = ay = az = 0.0
+    vx, vy, vz = -G[12], -G[13], -G[14]      # gravity as base acceleration (seed 000 §2.4)
+    check = 0.0
+    for i in range(n):
+        r = P[i]
+        qi = q[i]
+        qdi = qd[i] if mode < 2 else 0.0
+        qddi = qdd[i] if mode == 0 else 0.0
+        check += qi + qdi + qddi
+        # into the joint frame: x' = R0ᵀ x
+        w0 = r[0] * wx + r[3] * wy + r[6] * wz
+        w1 = r[1] * wx + r[4] * wy + r[7] * wz
+        w2 = r[2] * wx + r[5] * wy + r[8] * wz
+        a0 = r[0] * ax + r[3] * ay + r[6] * az
+        a1 = r[1] * ax + r[4] * ay + r[7] * az
+        a2 = r[2] * ax + r[5] * ay + r[8] * az
+        v0 = r[0] * vx + r[3] * vy + r[6] * vz
+        v1 = r[1] * vx + r[4] * vy + r[7] * vz
+        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        px, py, pz = r[9], r[10], r[11]
+        prismatic = r[14] != 0.0
+        if prismatic:
+            pz += qi
+            theta = r[12]
+        else:
+            theta = r[12] + qi
+        # v̇ of body i's origin: v̇ + ω̇ × p + ω × (ω × p)
+        t0 = w1 * pz - w2 * py
+        t1 = w2 * px - w0 * pz
+        t2 = w0 * py - w1 * px
+        v0 += a1 * pz - a2 * py + w1 * t2 - w2 * t1
+        v1 += a2 * px - a0 * pz + w2 * t0 - w0 * t2
+        v2 += a0 * py - a1 * px + w0 * t1 - w1 * t0
+        c = math.cos(theta)
+        s = math.sin(theta)
+        S[i, 6] = c
+        S[i, 7] = s
+        # into body i: x = Rz(θ)ᵀ x'
+        wx, wy, wz = c * w0 + s * w1, c * w1 - s * w0, w2
+        ax, ay, az = c * a0 + s * a1, c * a1 - s * a0, a2
+        vx, vy, vz = c * v0 + s * v1, c * v1 - s * v0, v2
+        if prismatic:
+            vx += 2.0 * qdi * wy
+            vy -= 2.0 * qdi * wx
+            vz += qddi
+        else:
+            ax += wy * qdi
+            ay -= wx * qdi
+            az += qddi
+            wz += qdi
+        # body wrench about the origin: f = m v̇ + ω̇ × h + ω × (ω × h),
+        # n = I_o ω̇ + ω × (I_o ω) + h × v̇
+        m, hx, hy, hz = r[15], r[16], r[17], r[18]
+        ixx, iyy, izz, ixy, ixz, iyz = r[19], r[20], r[21], r[22], r[23], r[24]
+        t0 = wy * hz - wz * hy
+        t1 = wz * hx - wx * hz
+        t2 = wx * hy - wy * hx
+        S[i, 0] = m * vx + ay * hz - az * hy + wy * t2 - wz * t1
+        S[i, 1] = m * vy + az * hx - ax * hz + wz * t0 - wx * t2
+        S[i, 2] = m * vz + ax * hy - ay * hx + wx * t1 - wy * t0
+        lx = ixx * wx + ixy * wy + ixz * wz
+        ly = ixy * wx + iyy * wy + iyz * wz
+        lz = ixz * wx + iyz * wy + izz * wz
+        S[i, 3] = (ixx * ax + ixy * ay + ixz * az + wy * lz - wz * ly
+                   + hy * vz - hz * vy)
+        S[i, 4] = (ixy * ax + iyy * ay + iyz * az + wz * lx - wx * lz
+                   + hz * vx - hx * vz)
+        S[i, 5] = (ixz * ax + iyz * ay + izz * az + wx * ly - wy * lx
+                   + hx * vy - hy * vx)
+    fx = fy = fz = nx = ny = nz = 0.0
+    if w.shape[0] == 6:                      # the tip wrench, into body n about its origin
+        fx = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
+        fy = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
+        fz = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
+        nx = G[0] * w[3] + G[1] * w[4] + G[2] * w[5] + G[10] * fz - G[11] * fy
+        ny = G[3] * w[3] + G[4] * w[4] + G[5] * w[5] + G[11] * fx - G[9] * fz
+        nz = G[6] * w[3] + G[7] * w[4] + G[8] * w[5] + G[9] * fy - G[10] * fx
+        check += w[0] + w[1] + w[2] + w[3] + w[4] + w[5]
+    total = 0.0
+    for i in range(n - 1, -1, -1):
+        r = P[i]
+        fx += S[i, 0]
+        fy += S[i, 1]
+        fz += S[i, 2]
+        nx += S[i, 3]
+        ny += S[i, 4]
+        nz += S[i, 5]
+        prismatic = r[14] != 0.0
+        tau = fz if prismatic else nz
+        if mode == 0:
+            tau += r[25] * qdd[i]
+        if mode < 2:
+            tau += r[26] * qd[i] + r[27] * _sign(qd[i])
+        out[i] = tau
+        total += tau
+        if i > 0:                            # into body i-1: R0 (Rz f), R0 (Rz n + p' × Rz f)
+            c, s = S[i, 6], S[i, 7]
+            f0, f1, f2 = c * fx - s * fy, s * fx + c * fy, fz
+            m0, m1, m2 = c * nx - s * ny, s * nx + c * ny, nz
+            px, py, pz = r[9], r[10], r[11]
+            if prismatic:
+                pz += q[i]
+            m0 += py * f2 - pz * f1
+            m1 += pz * f0 - px * f2
+            m2 += px * f1 - py * f0
+            fx = r[0] * f0 + r[1] * f1 + r[2] * f2
+            fy = r[3] * f0 + r[4] * f1 + r[5] * f2
+            fz = r[6] * f0 + r[7] * f1 + r[8] * f2
+            nx = r[0] * m0 + r[1] * m1 + r[2] * m2
+            ny = r[3] * m0 + r[4] * m1 + r[5] * m2
+            nz = r[6] * m0 + r[7] * m1 + r[8] * m2
+    return math.isfinite(check * 0.0 + total)
+
+
+def rnea_one(P, q, qd, qdd, w, mode):
+    n = P.shape[0] - 1
+    if q.shape[0] != n or qd.shape[0] != n or qdd.shape[0] != n:
+        return np.empty(0)
+    out = np.empty(n)
+    if not rnea_into(P, q, qd, qdd, w, mode, out, np.empty((n, 8))):
+        return np.empty(0)
+    return out
+
+
+def rnea_batch(P, q, qd, qdd, w, mode):
+    n = P.shape[0] - 1
+    size = q.shape[0]
+    if q.shape[1] != n or qd.shape[1] != n or qdd.shape[1] != n \
+            or qd.shape[0] != size or qdd.shape[0] != size \
+            or (w.shape[0] != 0 and w.shape[0] != size):
+        return np.empty((0, n))
+    out = np.empty((size, n))
+    S = np.empty((n, 8))
+    none = np.empty(0)
+    for b in range(size):
+        wb = w[b] if w.shape[0] != 0 else none
+        if not rnea_into(P, q[b], qd[b], qdd[b], wb, mode, out[b], S):
+            return np.empty((0, n))
+    return out
+
+
+def rot_z_sym(c, s, xx, yy, zz, xy, xz, yz):
+    """Rz(θ) A Rz(θ)ᵀ of a symmetric A (xx yy zz xy xz yz)."""
+    u00, u01, u02 = c * xx - s * xy, c * xy - s * yy, c * xz - s * yz
+    u10, u11, u12 = s * xx + c * xy, s * xy + c * yy, s * xz + c * yz
+    return (c * u00 - s * u01, s * u10 + c * u11, zz, s * u00 + c * u01, u02, u12)
+
+
+def rot_z_gen(c, s, b):
+    """Rz(θ) B Rz(θ)ᵀ of a general B (row-major 9-tuple)."""
+    u00, u01, u02 = c * b[0] - s * b[3], c * b[1] - s * b[4], c * b[2] - s * b[5]
+    u10, u11, u12 = s * b[0] + c * b[3], s * b[1] + c * b[4], s * b[2] + c * b[5]
+    u20, u21, u22 = b[6], b[7], b[8]
+    return (c * u00 - s * u01, s * u00 + c * u01, u02,
+            c * u10 - s * u11, s * u10 + c * u11, u12,
+            c * u20 - s * u21, s * u20 + c * u21, u22)
+
+
+def rot_sym(r, xx, yy, zz, xy, xz, yz):
+    """R A Rᵀ of a symmetric A, R = r[0:9] row-major: T = A Rᵀ, then the upper half of R T."""
+    t00 = xx * r[0] + xy * r[1] + xz * r[2]
+    t01 = xx * r[3] + xy * r[4] + xz * r[5]
+    t02 = xx * r[6] + xy * r[7] + xz * r[8]
+    t10 = xy * r[0] + yy * r[1] + yz * r[2]
+    t11 = xy * r[3] + yy * r[4] + yz * r[5]
+    t12 = xy * r[6] + yy * r[7] + yz * r[8]
+    t20 = xz * r[0] + yz * r[1] + zz * r[2]
+    t21 = xz * r[3] + yz * r[4] + zz * r[5]
+    t22 = xz * r[6] + yz * r[7] + zz * r[8]
+    return (r[0] * t00 + r[1] * t10 + r[2] * t20,
+            r[3] * t01 + r[4] * t11 + r[5] * t21,
+            r[6] * t02 + r[7] * t12 + r[8] * t22,
+            r[0] * t01 + r[1] * t11 + r[2] * t21,
+            r[0] * t02 + r[1] * t12 + r[2] * t22,
+            r[3] * t02 + r[4] * t12 + r[5] * t22)
+
+
+def rot_gen(r, b):
+    """R B Rᵀ of a general B (row-major 9-tuple), R = r[0:9] row-major."""
+    t00 = b[0] * r[0] + b[1] * r[1] + b[2] * r[2]
+    t01 = b[0] * r[3] + b[1] * r[4] + b[2] * r[5]
+    t02 = b[0] * r[6] + b[1] * r[7] + b[2] * r[8]
+    t10 = b[3] * r[0] + b[4] * r[1] + b[5] * r[2]
+    t11 = b[3] * r[3] + b[4] * r[4] + b[5] * r[5]
+    t12 = b[3] * r[6] + b[4] * r[7] + b[5] * r[8]
+    t20 = b[6] * r[0] + b[7] * r[1] + b[8] * r[2]
+    t21 = b[6] * r[3] + b[7] * r[4] + b[8] * r[5]
+    t22 = b[6] * r[6] + b[7] * r[7] + b[8] * r[8]
+    return (r[0] * t00 + r[1] * t10 + r[2] * t20,
+            r[0] * t01 + r[1] * t11 + r[2] * t21,
+            r[0] * t02 + r[1] * t12 + r[2] * t22,
+            r[3] * t00 + r[4] * t10 + r[5] * t20,
+            r[3] * t01 + r[4] * t11 + r[5] * t21,
+            r[3] * t02 + r[4] * t12 + r[5] * t22,
+            r[6] * t00 + r[7] * t10 + r[8] * t20,
+            r[6] * t01 + r[7] * t11 + r[8] * t21,
+            r[6] * t02 + r[7] * t12 + r[8] * t22)
+
+
+def aba_into(P, q, qd, tau, w, out, S):
+    """Articulated-body q̈ into out (n,) (RBDA Table 7.1, spatial vectors [ω; v]).
+    S is (n, 41) scratch per link: 0-5 IA's A (xx yy zz xy xz yz), 6-14 B (row-major),
+    15-20 M, 21-26 pA [n; f], 27-30 c (the nonzero entries), 31-36 U, 37 D, 38 u,
+    39 cos, 40 sin. False if an input or the result is not finite, or D ≤ 0."""
+    n = q.shape[0]
+    G = P[n]
+    wx = wy = wz = 0.0                       # spatial velocity of body i-1 in its frame
+    vx = vy = vz = 0.0
+    check = 0.0
+    for i in range(n):                       # pass 1: velocities, c, IA = I, pA
+        r = P[i]
+        qi = q[i]
+        qdi = qd[i]
+        check += qi + qdi + tau[i]
+        w0 = r[0] * wx + r[3] * wy + r[6] * wz
+        w1 = r[1] * wx + r[4] * wy + r[7] * wz
+        w2 = r[2] * wx + r[5] * wy + r[8] * wz
+        v0 = r[0] * vx + r[3] * vy + r[6] * vz
+        v1 = r[1] * vx + r[4] * vy + r[7] * vz
+        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        px, py, pz = r[9], r[10], r[11]
+        prismatic = r[14] != 0.0
+        if prismatic:
+            pz += qi
+            theta = r[12]
+        else:
+            theta = r[12] + qi
+        v0 += w1 * pz - w2 * py              # v + ω × p
+        v1 += w2 * px - w0 * pz
+        v2 += w0 * py - w1 * px
+        c = math.cos(theta)
+        s = math.sin(theta)
+        S[i, 39] = c
+        S[i, 40] = s
+        wx, wy, wz = c * w0 + s * w1, c * w1 - s * w0, w2
+        vx, vy, vz = c * v0 + s * v1, c * v1 - s * v0, v2
+        if prismatic:                        # c = v ×m (S q̇)
+            vz += qdi
+            S[i, 27] = 0.0
+            S[i, 28] = 0.0
+            S[i, 29] = wy * qdi
+            S[i, 30] = -wx * qdi
+        else:
+            wz += qdi
+            S[i, 27] = wy * qdi
+            S[i, 28] = -wx * qdi
+            S[i, 29] = vy * qdi
+            S[i, 30] = -vx * qdi
+        m, hx, hy, hz = r[15], r[16], r[17], r[18]
+        ixx, iyy, izz, ixy, ixz, iyz = r[19], r[20], r[21], r[22], r[23], r[24]
+        for k in range(6):
+            S[i, k] = r[19 + k]
+        S[i, 6] = 0.0                        # B = m c× = h×
+        S[i, 7] = -hz
+        S[i, 8] = hy
+        S[i, 9] = hz
+        S[i, 10] = 0.0
+        S[i, 11] = -hx
+        S[i, 12] = -hy
+        S[i, 13] = hx
+        S[i, 14] = 0.0
+        S[i, 15] = m
+        S[i, 16] = m
+        S[i, 17] = m
+        S[i, 18] = 0.0
+        S[i, 19] = 0.0
+        S[i, 20] = 0.0
+        # momentum I v: l = I_o ω + h × v, k = m v - h × ω; pA = v ×f (I v)
+        lx = ixx * wx + ixy * wy + ixz * wz + hy * vz - hz * vy
+        ly = ixy * wx + iyy * wy + iyz * wz + hz * vx - hx * vz
+        lz = ixz * wx + iyz * wy + izz * wz + hx * vy - hy * vx
+        kx = m * vx - (hy * wz - hz * wy)
+        ky = m * vy - (hz * wx - hx * wz)
+        kz = m * vz - (hx * wy - hy * wx)
+        S[i, 21] = wy * lz - wz * ly + vy * kz - vz * ky
+        S[i, 22] = wz * lx - wx * lz + vz * kx - vx * kz
+        S[i, 23] = wx * ly - wy * lx + vx * ky - vy * kx
+        S[i, 24] = wy * kz - wz * ky
+        S[i, 25] = wz * kx - wx * kz
+        S[i, 26] = wx * ky - wy * kx
+    if w.shape[0] == 6:                      # the tip wrench, into body n about its origin
+        fx = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
+        fy = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
+        fz = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
+        S[n - 1, 21] += G[0] * w[3] + G[1] * w[4] + G[2] * w[5] + G[10] * fz - G[11] * fy
+        S[n - 1, 22] += G[3] * w[3] + G[4] * w[4] + G[5] * w[5] + G[11] * fx - G[9] * fz
+        S[n - 1, 23] += G[6] * w[3] + G[7] * w[4] + G[8] * w[5] + G[9] * fy - G[10] * fx
+        S[n - 1, 24] += fx
+        S[n - 1, 25] += fy
+        S[n - 1, 26] += fz
+        check += w[0] + w[1] + w[2] + w[3] + w[4] + w[5]
+    for i in range(n - 1, -1, -1):          # pass 2: articulated inertias, inward
+        r = P[i]
+        s_ = S[i]
+        axx, ayy, azz, axy, axz, ayz = s_[0], s_[1], s_[2], s_[3], s_[4], s_[5]
+        b = (s_[6], s_[7], s_[8], s_[9], s_[10], s_[11], s_[12], s_[13], s_[14])
+        mxx, myy, mzz, mxy, mxz, myz = s_[15], s_[16], s_[17], s_[18], s_[19], s_[20]
+        prismatic = r[14] != 0.0
+        qdi = qd[i]
+        net = tau[i] - (r[26] * qdi + r[27] * _sign(qdi))
+        if prismatic:                        # U = IA e_5, D = IA[5, 5] + armature
+            u0, u1, u2, u3, u4, u5 = b[2], b[5], b[8], mxz, myz, mzz
+            d = mzz + r[25]
+            u = net - s_[26]
+        else:                                # U = IA e_2
+            u0, u1, u2, u3, u4, u5 = axz, ayz, azz, b[6], b[7], b[8]
+            d = azz + r[25]
+            u = net - s_[23]
+        if not d > 0.0:
+            return False
+        s_[31] = u0
+        s_[32] = u1
+        s_[33] = u2
+        s_[34] = u3
+        s_[35] = u4
+        s_[36] = u5
+        s_[37] = d
+        s_[38] = u
+        if i == 0:
+            break
+        # Ia = IA − U Uᵀ / D
+        e0, e1, e2, e3, e4, e5 = u0 / d, u1 / d, u2 / d, u3 / d, u4 / d, u5 / d
+        axx -= e0 * u0
+        ayy -= e1 * u1
+        azz -= e2 * u2
+        axy -= e0 * u1
+        axz -= e0 * u2
+        ayz -= e1 * u2
+        b = (b[0] - e0 * u3, b[1] - e0 * u4, b[2] - e0 * u5,
+             b[3] - e1 * u3, b[4] - e1 * u4, b[5] - e1 * u5,
+             b[6] - e2 * u3, b[7] - e2 * u4, b[8] - e2 * u5)
+        mxx -= e3 * u3
+        myy -= e4 * u4
+        mzz -= e5 * u5
+        mxy -= e3 * u4
+        mxz -= e3 * u5
+        myz -= e4 * u5
+        # pa = pA + Ia c + U u / D, c = (c0, c1, 0, c3, c4, 0)
+        c0, c1, c3, c4 = s_[27], s_[28], s_[29], s_[30]
+        ud = u / d
+        n0 = s_[21] + axx * c0 + axy * c1 + b[0] * c3 + b[1] * c4 + u0 * ud
+        n1 = s_[22] + axy * c0 + ayy * c1 + b[3] * c3 + b[4] * c4 + u1 * ud
+        n2 = s_[23] + axz * c0 + ayz * c1 + b[6] * c3 + b[7] * c4 + u2 * ud
+        f0 = s_[24] + b[0] * c0 + b[3] * c1 + mxx * c3 + mxy * c4 + u3 * ud
+        f1 = s_[25] + b[1] * c0 + b[4] * c1 + mxy * c3 + myy * c4 + u4 * ud
+        f2 = s_[26] + b[2] * c0 + b[5] * c1 + mxz * c3 + myz * c4 + u5 * ud
+        # to the joint frame: rotate by Rz(θ)
+        c, s = s_[39], s_[40]
+        f0, f1 = c * f0 - s * f1, s * f0 + c * f1
+        n0, n1 = c * n0 - s * n1, s * n0 + c * n1
+        axx, ayy, azz, axy, axz, ayz = rot_z_sym(c, s, axx, ayy, azz, axy, axz, ayz)
+        b = rot_z_gen(c, s, b)
+        mxx, myy, mzz, mxy, mxz, myz = rot_z_sym(c, s, mxx, myy, mzz, mxy, mxz, myz)
+        # shift to the parent's origin p': n += p × f; B += p× M; A += C + Cᵀ − (p× M) p×
+        # with C = p× Bᵀ (RBDA eq. 2.66 for a general articulated inertia)
+        px, py, pz = r[9], r[10], r[11]
+        if prismatic:
+            pz += q[i]
+        n0 += py * f2 - pz * f1
+        n1 += pz * f0 - px * f2
+        n2 += px * f1 - py * f0
+        # K = p× M, column by column (M symmetric)
+        k00, k10, k20 = py * mxz - pz * mxy, pz * mxx - px * mxz, px * mxy - py * mxx
+        k01, k11, k21 = py * myz - pz * myy, pz * mxy - px * myz, px * myy - py * mxy
+        k02, k12, k22 = py * mzz - pz * myz, pz * mxz - px * mzz, px * myz - py * mxz
+        # C = p× Bᵀ: column j is p × (row j of B)
+        c00, c10, c20 = py * b[2] - pz * b[1], pz * b[0] - px * b[2], px * b[1] - py * b[0]
+        c01, c11, c21 = py * b[5] - pz * b[4], pz * b[3] - px * b[5], px * b[4] - py * b[3]
+        c02, c12, c22 = py * b[8] - pz * b[7], pz * b[6] - px * b[8], px * b[7] - py * b[6]
+        # (K p×) row i is (row i of K) × p
+        axx += 2.0 * c00 - (k01 * pz - k02 * py)
+        ayy += 2.0 * c11 - (k12 * px - k10 * pz)
+        azz += 2.0 * c22 - (k20 * py - k21 * px)
+        axy += c01 + c10 - (k02 * px - k00 * pz)
+        axz += c02 + c20 - (k00 * py - k01 * px)
+        ayz += c12 + c21 - (k10 * py - k11 * px)
+        b = (b[0] + k00, b[1] + k01, b[2] + k02, b[3] + k10, b[4] + k11, b[5] + k12,
+             b[6] + k20, b[7] + k21, b[8] + k22)
+        # to the parent's frame: rotate by R0, add into the parent's IA, pA
+        t = S[i - 1]
+        ra = rot_sym(r, axx, ayy, azz, axy, axz, ayz)
+        rb = rot_gen(r, b)
+        rm = rot_sym(r, mxx, myy, mzz, mxy, mxz, myz)
+        for k in range(6):
+            t[k] += ra[k]
+            t[15 + k] += rm[k]
+        for k in range(9):
+            t[6 + k] += rb[k]
+        t[21] += r[0] * n0 + r[1] * n1 + r[2] * n2
+        t[22] += r[3] * n0 + r[4] * n1 + r[5] * n2
+        t[23] += r[6] * n0 + r[7] * n1 + r[8] * n2
+        t[24] += r[0] * f0 + r[1] * f1 + r[2] * f2
+        t[25] += r[3] * f0 + r[4] * f1 + r[5] * f2
+        t[26] += r[6] * f0 + r[7] * f1 + r[8] * f2
+    wx = wy = wz = 0.0                       # pass 3: accelerations, a_0 = −g
+    vx, vy, vz = -G[12], -G[13], -G[14]
+    total = 0.0
+    for i in range(n):
+        r = P[i]
+        s_ = S[i]
+        w0 = r[0] * wx + r[3] * wy + r[6] * wz
+        w1 = r[1] * wx + r[4] * wy + r[7] * wz
+        w2 = r[2] * wx + r[5] * wy + r[8] * wz
+        v0 = r[0] * vx + r[3] * vy + r[6] * vz
+        v1 = r[1] * vx + r[4] * vy + r[7] * vz
+        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        px, py, pz = r[9], r[10], r[11]
+        prismatic = r[14] != 0.0
+        if prismatic:
+            pz += q[i]
+        v0 += w1 * pz - w2 * py
+        v1 += w2 * px - w0 * pz
+        v2 += w0 * py - w1 * px
+        c, s = s_[39], s_[40]
+        wx = c * w0 + s * w1 + s_[27]
+        wy = c * w1 - s * w0 + s_[28]
+        wz = w2
+        vx = c * v0 + s * v1 + s_[29]
+        vy = c * v1 - s * v0 + s_[30]
+        vz = v2
+        qddi = (s_[38] - (s_[31] * wx + s_[32] * wy + s_[33] * wz
+                          + s_[34] * vx + s_[35] * vy + s_[36] * vz)) / s_[37]
+        if prismatic:
+            vz += qddi
+        else:
+            wz += qddi
+        out[i] = qddi
+        total += qddi
+    return math.isfinite(check * 0.0 + total)
+
+
+def aba_one(P, q, qd, tau, w, mode):
+    n = P.shape[0] - 1
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n:
+        return np.empty(0)
+    out = np.empty(n)
+    if not aba_into(P, q, qd, tau, w, out, np.empty((n, 41))):
+        return np.empty(0)
+    return out
+
+
+def aba_batch(P, q, qd, tau, w, mode):
+    n = P.shape[0] - 1
+    size = q.shape[0]
+    if q.shape[1] != n or qd.shape[1] != n or tau.shape[1] != n \
+            or qd.shape[0] != size or tau.shape[0] != size \
+            or (w.shape[0] != 0 and w.shape[0] != size):
+        return np.empty((0, n))
+    out = np.empty((size, n))
+    S = np.empty((n, 41))
+    none = np.empty(0)
+    for b in range(size):
+        wb = w[b] if w.shape[0] != 0 else none
+        if not aba_into(P, q[b], qd[b], tau[b], wb, out[b], S):
+            return np.empty((0, n))
+    return out
+
+
+_KERNELS = (_sign, rnea_into, rnea_one, rnea_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen,
+            aba_into, aba_one, aba_batch)
