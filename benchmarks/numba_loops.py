@@ -24,10 +24,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
-from run import load_preset, paired, pin, pinocchio_model, random_chain  # noqa: E402
-
-from robot_dynamics import _fast_numba, dynamics  # noqa: E402
+from robot_dynamics import _fast_numba, dynamics  # noqa: E402, I100
 from robot_dynamics import _numba_loops as loops  # noqa: E402
+from run import load_preset, paired, pin, pinocchio_model, random_chain  # noqa: E402, I100
 
 
 def _row(what, result):
@@ -43,19 +42,19 @@ def one_state(models, repeats, rng):
         tau = pin.rnea(pm, data, q, qd, qdd).copy()
         assert np.allclose(loops.inverse_dynamics_one(model, q, qd, qdd), tau, atol=1e-8)
         assert np.allclose(loops.forward_dynamics_one(model, q, qd, tau), qdd, atol=1e-8)
-        P, none = loops.packed(model), np.empty(0)
+        P, out = loops.packed(model), np.empty(model.n)
         rnea, aba = loops._kernel('rnea_one'), loops._kernel('aba_one')
         _row(f'ID loops, {name} / pin.rnea', paired(
             lambda: loops.inverse_dynamics_one(model, q, qd, qdd),
             lambda: pin.rnea(pm, data, q, qd, qdd), repeats))
         _row(f'ID kernel, {name} / pin.rnea', paired(
-            lambda: rnea(P, q, qd, qdd, none, 0), lambda: pin.rnea(pm, data, q, qd, qdd),
+            lambda: rnea(P, q, qd, qdd, out), lambda: pin.rnea(pm, data, q, qd, qdd),
             repeats))
         _row(f'FD loops, {name} / pin.aba', paired(
             lambda: loops.forward_dynamics_one(model, q, qd, tau),
             lambda: pin.aba(pm, data, q, qd, tau), repeats))
         _row(f'FD kernel, {name} / pin.aba', paired(
-            lambda: aba(P, q, qd, tau, none, 0), lambda: pin.aba(pm, data, q, qd, tau),
+            lambda: aba(P, q, qd, tau, out), lambda: pin.aba(pm, data, q, qd, tau),
             repeats))
 
 
@@ -73,12 +72,12 @@ def straight_line(models, repeats, rng):
         s_aba(q, qd, qdd, body)
         print(f'# straight-line numba ID + FD for {name}: first call '
               f'{time.perf_counter() - start:.1f} s', flush=True)
-        P, none = loops.packed(model), np.empty(0)
+        P, out = loops.packed(model), np.empty(model.n)
         rnea, aba = loops._kernel('rnea_one'), loops._kernel('aba_one')
         _row(f'ID loops kernel / straight-line kernel, {name}', paired(
-            lambda: rnea(P, q, qd, qdd, none, 0), lambda: s_rnea(q, qd, qdd, body), repeats))
+            lambda: rnea(P, q, qd, qdd, out), lambda: s_rnea(q, qd, qdd, body), repeats))
         _row(f'FD loops kernel / straight-line kernel, {name}', paired(
-            lambda: aba(P, q, qd, qdd, none, 0), lambda: s_aba(q, qd, qdd, body), repeats))
+            lambda: aba(P, q, qd, qdd, out), lambda: s_aba(q, qd, qdd, body), repeats))
 
 
 def batch(models, repeats, rng, size=1000):

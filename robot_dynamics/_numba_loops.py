@@ -18,21 +18,28 @@ Each placement R_i = R0_i Rz(θ_i) is applied in two steps through the "joint fr
 Call contract (for `robot_dynamics.dynamics`; every function returns None when it does not
 apply, and the caller then takes its usual path, which gives the reference semantics):
     available()                                         numba importable
+    compile_kernels()                                   compile or load them now
     inverse_dynamics_one(model, q, qd, qdd, wrench=None)   τ (n,) incl. armature, friction
     bias_forces_one(model, q, qd)                       τ(q, q̇, 0) incl. friction
     gravity_torques_one(model, q)                       τ(q, 0, 0), no friction
     forward_dynamics_one(model, q, qd, tau, wrench=None)   q̈ (n,) incl. armature, friction
     ..._batch(model, ...)  the same on (B, n) arrays (wrench (6,) or (B, 6)) -> (B, n)
-One state: float64 arrays of shape (n,) (other dtypes, layouts or read-only arrays are
-copied first; a wrong shape returns None). Batch: arrays of shape (B, n) (copied to
-C-contiguous float64 if needed). None also when an input or the result is not finite or
-an articulated inertia is singular: each kernel checks its inputs and outputs.
-The first call compiles every kernel (seconds; `compile_kernels()` does it up front).
-The kernel source is written to `_fast_numba.cache_dir()` with numba's on-disk cache
-(``cache=True``), never into the install space; if that directory is not writable the
-kernels are compiled from memory in every process. The packed model is cached on the
-model instance (``model.__dict__['_kernels']``; `with_payload` makes a new instance, so
-the payload merged into the last body of its own chain is always the one packed).
+Inputs: one state as float64 (n,) arrays, a batch as (B, n) arrays, all C-contiguous and
+writable for the fast path (anything else is copied once; a wrong shape returns None).
+None also when an input or the result is not finite, or an articulated inertia is not
+positive (each kernel checks its inputs and outputs), or the kernels cannot be compiled.
+The first call compiles every kernel (~6 s once, ~0.3 s from numba's cache;
+`compile_kernels()` does it up front). The kernel source is written to
+`_fast_numba.cache_dir()` with numba's on-disk cache (``cache=True``), never into the
+install space; if that directory is not writable the kernels are compiled from memory in
+every process.
+
+The packed model (`pack`) is cached on the model instance (``model.__dict__['_kernels']``;
+`with_payload` makes a new instance without it, so the payload merged into the last body
+of its own chain is the one packed). It ends with scratch columns that the kernels use as
+working memory, so that a call allocates nothing but its output (numba boxing a returned
+array costs ~1 µs, more than a 6-link inverse dynamics): safe because the kernels hold the
+GIL (no ``nogil``), so no two calls on one model run at the same time.
 """
 
 import hashlib
@@ -51,7 +58,8 @@ try:
 except ImportError:      # the accelerator is optional
     numba = None
 
-WIDTH = 28
+WIDTH = 28                 # model columns, then SCRATCH columns of working memory
+SCRATCH = 41
 """Columns of the packed model; row i < n is link i, row n holds the global data:
 row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 unused, 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
@@ -59,9 +67,8 @@ row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 unused, 14 pr
 row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
 
 _F64 = np.dtype(float)
-_NO_WRENCH = np.empty(0)
-_NO_WRENCHES = np.empty((0, 6))
-_compiled = {}
+_compiled = {}            # entry name -> numba dispatcher, compiled for ENTRIES[name]
+_modules = {}
 
 
 def available():
@@ -72,7 +79,7 @@ def pack(model):
     """The model's chain (payload merged), gravity, armature and friction as the
     (n + 1, WIDTH) float64 array the kernels take."""
     ch, n = model.chain, model.n
-    P = np.zeros((n + 1, WIDTH))
+    P = np.zeros((n + 1, WIDTH + SCRATCH))
     P[:n, 0:9] = ch.R0.reshape(n, 9)
     P[:n, 9:12] = np.einsum('nji,nj->ni', ch.R0, ch.p0)
     P[:n, 11] += ch.d0
@@ -109,105 +116,168 @@ def packed(model):
 
 
 def _packed(model):
-    kernels = model.__dict__.get('_kernels')
-    P = kernels.get('loops_packed') if kernels else None
-    return packed(model) if P is None else P
-
-
-def _retry(name, model, states, wrench, mode, ndim):
-    """The kernel on C-contiguous float64 copies of the inputs (empty if they do not fit)."""
-    fn = _kernel(name)
     try:
-        arrays = [np.array(x, dtype=float, order='C') for x in states]
-        wrench = np.array(wrench, dtype=float, order='C')
-    except (TypeError, ValueError):
-        return np.empty(0)
-    if ndim == 2 and wrench.shape == (6,):
-        wrench = np.repeat(wrench[None], arrays[0].shape[0] if arrays[0].ndim else 0, axis=0)
+        return model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        return packed(model)
+
+
+def _retry(name, model, arrays, ndim):
+    """Kernel `name` on C-contiguous float64 copies of `arrays` (the last is the wrench if
+    the name says so), or None if they do not fit."""
     try:
-        return fn(_packed(model), *arrays, wrench, mode)
-    except TypeError:        # wrong number of dimensions
-        return np.empty(0)
-
-
-def _one(name, model, states, wrench, mode):
-    if wrench is None:
-        wrench = _NO_WRENCH
+        fn = _kernel(name)
+        arrays = [np.array(x, dtype=float, order='C') for x in arrays]
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    n = model.n
+    if any(a.ndim != ndim for a in arrays[:-1]) or arrays[0].shape[-1] != n:
+        return None
+    out = np.empty(arrays[0].shape)
     try:
-        out = _compiled[name](_packed(model), *states, wrench, mode)
-    except (KeyError, TypeError):
-        out = _retry(name, model, states, wrench, mode, 1)
-    return out if out.shape[0] else None
-
-
-def _batch(name, model, states, wrench, mode):
-    if wrench is None:
-        wrench = _NO_WRENCHES
-    try:
-        out = _compiled[name](_packed(model), *states, wrench, mode)
-    except (KeyError, TypeError):
-        out = _retry(name, model, states, wrench, mode, 2)
-    return out if out.shape[0] else None
+        ok = fn(_packed(model), *arrays, out)
+    except TypeError:            # a wrench of the wrong dimension
+        return None
+    return out if ok else None
 
 
 def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
-    return _one('rnea_one', model, (q, qd, qdd), wrench, 0)
+    try:
+        P = model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        P = packed(model)
+    out = np.empty(len(P) - 1)
+    try:
+        if wrench is None:
+            ok = _compiled['rnea_one'](P, q, qd, qdd, out)
+        else:
+            ok = _compiled['rnea_wrench_one'](P, q, qd, qdd, wrench, out)
+    except (KeyError, TypeError):
+        if wrench is None:
+            return _retry('rnea_one', model, (q, qd, qdd), 1)
+        return _retry('rnea_wrench_one', model, (q, qd, qdd, wrench), 1)
+    return out if ok else None
 
 
 def bias_forces_one(model, q, qd):
-    return _one('rnea_one', model, (q, qd, q), None, 1)
+    try:
+        P = model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        P = packed(model)
+    out = np.empty(len(P) - 1)
+    try:
+        ok = _compiled['bias_one'](P, q, qd, out)
+    except (KeyError, TypeError):
+        return _retry('bias_one', model, (q, qd), 1)
+    return out if ok else None
 
 
 def gravity_torques_one(model, q):
-    return _one('rnea_one', model, (q, q, q), None, 2)
+    try:
+        P = model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        P = packed(model)
+    out = np.empty(len(P) - 1)
+    try:
+        ok = _compiled['gravity_one'](P, q, out)
+    except (KeyError, TypeError):
+        return _retry('gravity_one', model, (q,), 1)
+    return out if ok else None
 
 
 def forward_dynamics_one(model, q, qd, tau, wrench=None):
-    return _one('aba_one', model, (q, qd, tau), wrench, 0)
+    try:
+        P = model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        P = packed(model)
+    out = np.empty(len(P) - 1)
+    try:
+        if wrench is None:
+            ok = _compiled['aba_one'](P, q, qd, tau, out)
+        else:
+            ok = _compiled['aba_wrench_one'](P, q, qd, tau, wrench, out)
+    except (KeyError, TypeError):
+        if wrench is None:
+            return _retry('aba_one', model, (q, qd, tau), 1)
+        return _retry('aba_wrench_one', model, (q, qd, tau, wrench), 1)
+    return out if ok else None
+
+
+def _batch(name, model, arrays):
+    try:
+        out = np.empty(arrays[0].shape)
+        ok = _compiled[name](_packed(model), *arrays, out)
+    except (KeyError, TypeError, AttributeError):
+        return _retry(name, model, arrays, 2)
+    return out if ok else None
+
+
+def _wrenches(wrench):
+    """A (6,) wrench as (1, 6), applied to every sample."""
+    wrench = np.asarray(wrench)
+    return wrench.reshape(1, -1) if wrench.ndim == 1 else wrench
 
 
 def inverse_dynamics_batch(model, q, qd, qdd, wrench=None):
-    return _batch('rnea_batch', model, (q, qd, qdd), wrench, 0)
+    if wrench is None:
+        return _batch('rnea_batch', model, (q, qd, qdd))
+    return _batch('rnea_wrench_batch', model, (q, qd, qdd, _wrenches(wrench)))
 
 
 def bias_forces_batch(model, q, qd):
-    return _batch('rnea_batch', model, (q, qd, q), None, 1)
+    return _batch('bias_batch', model, (q, qd))
 
 
 def gravity_torques_batch(model, q):
-    return _batch('rnea_batch', model, (q, q, q), None, 2)
+    return _batch('gravity_batch', model, (q,))
 
 
 def forward_dynamics_batch(model, q, qd, tau, wrench=None):
-    return _batch('aba_batch', model, (q, qd, tau), wrench, 0)
+    if wrench is None:
+        return _batch('aba_batch', model, (q, qd, tau))
+    return _batch('aba_wrench_batch', model, (q, qd, tau, _wrenches(wrench)))
 
 
-def compile_kernels():
-    """Compile (or load from numba's cache) every kernel now; False without numba."""
+def compile_kernels(names=None):
+    """Compile (or load from numba's cache) the kernels `names` (default: all, see
+    ENTRIES) now, instead of on first use; False without numba."""
     if numba is None:
         return False
-    for name in ENTRIES:
+    for name in ENTRIES if names is None else names:
         _kernel(name)
     return True
 
 
 # ---------------------------------------------------------------------- compilation
 
-_ONE = '(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1], int64)'
-_MANY = ('(float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], '
-         'float64[:, ::1], int64)')
-ENTRIES = {'rnea_one': _ONE, 'rnea_batch': _MANY, 'aba_one': _ONE, 'aba_batch': _MANY}
+def _signature(arrays, ndim):
+    """(packed model, `arrays` float64 arrays of `ndim` dimensions, out): C-contiguous."""
+    array = 'float64[::1]' if ndim == 1 else 'float64[:, ::1]'
+    return '(' + ', '.join(['float64[:, ::1]'] + [array] * (arrays + 1)) + ')'
+
+
+ENTRIES = {'rnea_one': _signature(3, 1), 'rnea_wrench_one': _signature(4, 1),
+           'bias_one': _signature(2, 1), 'gravity_one': _signature(1, 1),
+           'aba_one': _signature(3, 1), 'aba_wrench_one': _signature(4, 1),
+           'rnea_batch': _signature(3, 2), 'rnea_wrench_batch': _signature(4, 2),
+           'bias_batch': _signature(2, 2), 'gravity_batch': _signature(1, 2),
+           'aba_batch': _signature(3, 2), 'aba_wrench_batch': _signature(4, 2)}
 
 
 def _kernel(name):
+    """The compiled entry `name`, compiled (or loaded from numba's cache) on first use for
+    its one signature; other argument types then raise TypeError instead of compiling."""
     fn = _compiled.get(name)
     if fn is None:
         if numba is None:
             raise RuntimeError('numba is not installed')
-        module = _module()
-        for entry in ENTRIES:
-            _compiled[entry] = getattr(module, entry)
-        fn = _compiled[name]
+        module = _modules.get('loops')
+        if module is None:
+            module = _modules['loops'] = _module()
+        fn = getattr(module, name)
+        fn.compile(ENTRIES[name])
+        fn.disable_compile()
+        _compiled[name] = fn
     return fn
 
 
@@ -227,13 +297,9 @@ def _module():
     else:
         module = types.ModuleType(module_name)
         exec(compile(text, module_name, 'exec'), module.__dict__)  # noqa: S102 - our source
-    for fn in _KERNELS:          # helpers first (compiled lazily), then the typed entries
+    for fn in _KERNELS:
         name = fn.__name__
-        if name not in ENTRIES:
-            setattr(module, name, numba.njit(cache=cached, error_model='numpy')(
-                getattr(module, name)))
-    for name, signature in ENTRIES.items():
-        setattr(module, name, numba.njit(signature, cache=cached, error_model='numpy')(
+        setattr(module, name, numba.njit(cache=cached, error_model='numpy')(
             getattr(module, name)))
     return module
 
@@ -258,20 +324,21 @@ def _sign(x):
 
 
 def rnea_into(P, q, qd, qdd, w, mode, out, S):
-    """Newton–Euler τ into out (n,); mode 0: full (armature, friction, wrench if w has 6
-    entries), 1: q̈ = 0 (bias, friction), 2: q̇ = q̈ = 0 (gravity). S is (n, 8) scratch.
-    False if an input or the result is not finite."""
+    """Newton–Euler τ into out (n,); mode 0: full (armature, friction), 3: full with the
+    tip wrench w (6,), 1: q̈ = 0 (bias, friction), 2: q̇ = q̈ = 0 (gravity; qd, qdd are not
+    read). S: (n, ≥ 8) scratch. False if an input or the result is not finite."""
     n = q.shape[0]
     G = P[n]
     wx = wy = wz = 0.0                       # ω, ω̇, v̇ of body i-1 in its frame
     ax = ay = az = 0.0
     vx, vy, vz = -G[12], -G[13], -G[14]      # gravity as base acceleration (seed 000 §2.4)
+    full = mode == 0 or mode == 3
     check = 0.0
     for i in range(n):
         r = P[i]
         qi = q[i]
-        qdi = qd[i] if mode < 2 else 0.0
-        qddi = qdd[i] if mode == 0 else 0.0
+        qdi = qd[i] if mode != 2 else 0.0
+        qddi = qdd[i] if full else 0.0
         check += qi + qdi + qddi
         # into the joint frame: x' = R0ᵀ x
         w0 = r[0] * wx + r[3] * wy + r[6] * wz
@@ -334,7 +401,7 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
         S[i, 5] = (ixz * ax + iyz * ay + izz * az + wx * ly - wy * lx
                    + hx * vy - hy * vx)
     fx = fy = fz = nx = ny = nz = 0.0
-    if w.shape[0] == 6:                      # the tip wrench, into body n about its origin
+    if mode == 3:                      # the tip wrench, into body n about its origin
         fx = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
         fy = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
         fz = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
@@ -353,9 +420,9 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
         nz += S[i, 5]
         prismatic = r[14] != 0.0
         tau = fz if prismatic else nz
-        if mode == 0:
+        if full:
             tau += r[25] * qdd[i]
-        if mode < 2:
+        if mode != 2:
             tau += r[26] * qd[i] + r[27] * _sign(qd[i])
         out[i] = tau
         total += tau
@@ -378,31 +445,80 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
     return math.isfinite(check * 0.0 + total)
 
 
-def rnea_one(P, q, qd, qdd, w, mode):
+def _fits(P, q, x, y, out):
+    """One state: every array (n,) for the packed model P."""
     n = P.shape[0] - 1
-    if q.shape[0] != n or qd.shape[0] != n or qdd.shape[0] != n:
-        return np.empty(0)
-    out = np.empty(n)
-    if not rnea_into(P, q, qd, qdd, w, mode, out, np.empty((n, 8))):
-        return np.empty(0)
-    return out
+    return q.shape[0] == n and x.shape[0] == n and y.shape[0] == n and out.shape[0] == n
 
 
-def rnea_batch(P, q, qd, qdd, w, mode):
+def rnea_one(P, q, qd, qdd, out):
+    if not _fits(P, q, qd, qdd, out):
+        return False
+    return rnea_into(P, q, qd, qdd, q, 0, out, P[:, 28:])
+
+
+def rnea_wrench_one(P, q, qd, qdd, w, out):
+    if not _fits(P, q, qd, qdd, out) or w.shape[0] != 6:
+        return False
+    return rnea_into(P, q, qd, qdd, w, 3, out, P[:, 28:])
+
+
+def bias_one(P, q, qd, out):
+    if not _fits(P, q, qd, qd, out):
+        return False
+    return rnea_into(P, q, qd, qd, q, 1, out, P[:, 28:])
+
+
+def gravity_one(P, q, out):
+    if not _fits(P, q, q, q, out):
+        return False
+    return rnea_into(P, q, q, q, q, 2, out, P[:, 28:])
+
+
+def _rows_fit(P, q, x, y, out):
+    """A batch: every array (B, n)."""
     n = P.shape[0] - 1
     size = q.shape[0]
-    if q.shape[1] != n or qd.shape[1] != n or qdd.shape[1] != n \
-            or qd.shape[0] != size or qdd.shape[0] != size \
-            or (w.shape[0] != 0 and w.shape[0] != size):
-        return np.empty((0, n))
-    out = np.empty((size, n))
-    S = np.empty((n, 8))
-    none = np.empty(0)
-    for b in range(size):
-        wb = w[b] if w.shape[0] != 0 else none
-        if not rnea_into(P, q[b], qd[b], qdd[b], wb, mode, out[b], S):
-            return np.empty((0, n))
-    return out
+    return (q.shape[1] == n and x.shape[1] == n and y.shape[1] == n and out.shape[1] == n
+            and x.shape[0] == size and y.shape[0] == size and out.shape[0] == size)
+
+
+def _wrenches_fit(q, w):
+    """One wrench (1, 6) for all samples or one per sample (B, 6)."""
+    return w.shape[1] == 6 and (w.shape[0] == 1 or w.shape[0] == q.shape[0])
+
+
+def rnea_rows(P, q, qd, qdd, w, mode, out):
+    S = P[:, 28:]
+    step = 1 if w.shape[0] > 1 else 0
+    for b in range(q.shape[0]):
+        if not rnea_into(P, q[b], qd[b], qdd[b], w[b * step], mode, out[b], S):
+            return False
+    return True
+
+
+def rnea_batch(P, q, qd, qdd, out):
+    if not _rows_fit(P, q, qd, qdd, out):
+        return False
+    return rnea_rows(P, q, qd, qdd, q, 0, out)
+
+
+def rnea_wrench_batch(P, q, qd, qdd, w, out):
+    if not (_rows_fit(P, q, qd, qdd, out) and _wrenches_fit(q, w)):
+        return False
+    return rnea_rows(P, q, qd, qdd, w, 3, out)
+
+
+def bias_batch(P, q, qd, out):
+    if not _rows_fit(P, q, qd, qd, out):
+        return False
+    return rnea_rows(P, q, qd, qd, q, 1, out)
+
+
+def gravity_batch(P, q, out):
+    if not _rows_fit(P, q, q, q, out):
+        return False
+    return rnea_rows(P, q, q, q, q, 2, out)
 
 
 def rot_z_sym(c, s, xx, yy, zz, xy, xz, yz):
@@ -463,11 +579,12 @@ def rot_gen(r, b):
             r[6] * t02 + r[7] * t12 + r[8] * t22)
 
 
-def aba_into(P, q, qd, tau, w, out, S):
+def aba_into(P, q, qd, tau, w, wrench, out, S):
     """Articulated-body q̈ into out (n,) (RBDA Table 7.1, spatial vectors [ω; v]).
     S is (n, 41) scratch per link: 0-5 IA's A (xx yy zz xy xz yz), 6-14 B (row-major),
     15-20 M, 21-26 pA [n; f], 27-30 c (the nonzero entries), 31-36 U, 37 D, 38 u,
-    39 cos, 40 sin. False if an input or the result is not finite, or D ≤ 0."""
+    39 cos, 40 sin. The tip wrench w (6,) if `wrench`. False if an input or the result is
+    not finite, or D ≤ 0."""
     n = q.shape[0]
     G = P[n]
     wx = wy = wz = 0.0                       # spatial velocity of body i-1 in its frame
@@ -544,7 +661,7 @@ def aba_into(P, q, qd, tau, w, out, S):
         S[i, 24] = wy * kz - wz * ky
         S[i, 25] = wz * kx - wx * kz
         S[i, 26] = wx * ky - wy * kx
-    if w.shape[0] == 6:                      # the tip wrench, into body n about its origin
+    if wrench:                      # the tip wrench, into body n about its origin
         fx = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
         fy = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
         fz = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
@@ -695,32 +812,40 @@ def aba_into(P, q, qd, tau, w, out, S):
     return math.isfinite(check * 0.0 + total)
 
 
-def aba_one(P, q, qd, tau, w, mode):
-    n = P.shape[0] - 1
-    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n:
-        return np.empty(0)
-    out = np.empty(n)
-    if not aba_into(P, q, qd, tau, w, out, np.empty((n, 41))):
-        return np.empty(0)
-    return out
+def aba_one(P, q, qd, tau, out):
+    if not _fits(P, q, qd, tau, out):
+        return False
+    return aba_into(P, q, qd, tau, q, False, out, P[:, 28:])
 
 
-def aba_batch(P, q, qd, tau, w, mode):
-    n = P.shape[0] - 1
-    size = q.shape[0]
-    if q.shape[1] != n or qd.shape[1] != n or tau.shape[1] != n \
-            or qd.shape[0] != size or tau.shape[0] != size \
-            or (w.shape[0] != 0 and w.shape[0] != size):
-        return np.empty((0, n))
-    out = np.empty((size, n))
-    S = np.empty((n, 41))
-    none = np.empty(0)
-    for b in range(size):
-        wb = w[b] if w.shape[0] != 0 else none
-        if not aba_into(P, q[b], qd[b], tau[b], wb, out[b], S):
-            return np.empty((0, n))
-    return out
+def aba_wrench_one(P, q, qd, tau, w, out):
+    if not _fits(P, q, qd, tau, out) or w.shape[0] != 6:
+        return False
+    return aba_into(P, q, qd, tau, w, True, out, P[:, 28:])
 
 
-_KERNELS = (_sign, rnea_into, rnea_one, rnea_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen,
-            aba_into, aba_one, aba_batch)
+def aba_rows(P, q, qd, tau, w, wrench, out):
+    S = P[:, 28:]
+    step = 1 if w.shape[0] > 1 else 0
+    for b in range(q.shape[0]):
+        if not aba_into(P, q[b], qd[b], tau[b], w[b * step], wrench, out[b], S):
+            return False
+    return True
+
+
+def aba_batch(P, q, qd, tau, out):
+    if not _rows_fit(P, q, qd, tau, out):
+        return False
+    return aba_rows(P, q, qd, tau, q, False, out)
+
+
+def aba_wrench_batch(P, q, qd, tau, w, out):
+    if not (_rows_fit(P, q, qd, tau, out) and _wrenches_fit(q, w)):
+        return False
+    return aba_rows(P, q, qd, tau, w, True, out)
+
+
+_KERNELS = (_sign, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
+            _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
+            gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
+            aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch)
