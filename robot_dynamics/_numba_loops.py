@@ -23,6 +23,7 @@ apply, and the caller then takes its usual path, which gives the reference seman
     bias_forces_one(model, q, qd)                       τ(q, q̇, 0) incl. friction
     gravity_torques_one(model, q)                       τ(q, 0, 0), no friction
     forward_dynamics_one(model, q, qd, tau, wrench=None)   q̈ (n,) incl. armature, friction
+    rk4_step_one(model, q, qd, tau, dt)                 (q, q̇) after one RK4 step, τ held
     ..._batch(model, ...)  the same on (B, n) arrays (wrench (6,) or (B, 6)) -> (B, n)
 Inputs: one state as float64 (n,) arrays, a batch as (B, n) arrays, all C-contiguous and
 writable for the fast path (anything else is copied once; a wrong shape returns None).
@@ -61,7 +62,7 @@ except ImportError:      # the accelerator is optional
 WIDTH = 28                 # model columns, then SCRATCH columns of working memory
 SCRATCH = 41
 """Columns of the packed model; row i < n is link i, row n holds the global data:
-row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 unused, 14 prismatic, 15 m,
+row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
        25 armature, 26 viscous, 27 Coulomb friction
 row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
@@ -84,6 +85,10 @@ def pack(model):
     P[:n, 9:12] = np.einsum('nji,nj->ni', ch.R0, ch.p0)
     P[:n, 11] += ch.d0
     P[:n, 12] = ch.theta0
+    R0 = ch.R0          # flag the placements Rx(α): exact zeros and 1 as DH builds them
+    P[:n, 13] = ((R0[:, 0, 0] == 1.0) & (R0[:, 0, 1] == 0.0) & (R0[:, 0, 2] == 0.0)
+                 & (R0[:, 1, 0] == 0.0) & (R0[:, 2, 0] == 0.0)
+                 & (R0[:, 1, 1] == R0[:, 2, 2]) & (R0[:, 1, 2] == -R0[:, 2, 1]))
     P[:n, 14] = ch.prismatic
     P[:n, 15] = ch.mass
     P[:n, 16:19] = ch.mass[:, None] * ch.com
@@ -203,6 +208,26 @@ def forward_dynamics_one(model, q, qd, tau, wrench=None):
     return out if ok else None
 
 
+def rk4_step_one(model, q, qd, tau, dt):
+    """(q, q̇) after one RK4 step with τ held, as `integration.rk4_step` on one state (four
+    articulated-body passes in one compiled call), or None."""
+    try:
+        P = model.__dict__['_kernels']['loops_packed']
+    except KeyError:
+        P = packed(model)
+    out = np.empty((2, len(P) - 1))
+    try:
+        ok = _compiled['rk4_one'](P, q, qd, tau, dt, out)
+    except (KeyError, TypeError):
+        try:
+            fn = _kernel('rk4_one')
+            arrays = [np.array(x, dtype=float, order='C') for x in (q, qd, tau)]
+            ok = fn(P, *arrays, float(dt), out)
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    return (out[0], out[1]) if ok else None
+
+
 def _batch(name, model, arrays):
     try:
         out = np.empty(arrays[0].shape)
@@ -261,7 +286,9 @@ ENTRIES = {'rnea_one': _signature(3, 1), 'rnea_wrench_one': _signature(4, 1),
            'aba_one': _signature(3, 1), 'aba_wrench_one': _signature(4, 1),
            'rnea_batch': _signature(3, 2), 'rnea_wrench_batch': _signature(4, 2),
            'bias_batch': _signature(2, 2), 'gravity_batch': _signature(1, 2),
-           'aba_batch': _signature(3, 2), 'aba_wrench_batch': _signature(4, 2)}
+           'aba_batch': _signature(3, 2), 'aba_wrench_batch': _signature(4, 2),
+           'rk4_one': ('(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64, '
+                       'float64[:, ::1])')}
 
 
 def _kernel(name):
@@ -323,6 +350,23 @@ def _sign(x):
     return 0.0
 
 
+def r0t(r, x, y, z):
+    """R0ᵀ (x, y, z) for link row r; R0 = Rx(α) (flag r[13]: DH placements, identity) in
+    4 multiplications instead of 9."""
+    if r[13] != 0.0:
+        return x, r[4] * y + r[7] * z, r[4] * z - r[7] * y
+    return (r[0] * x + r[3] * y + r[6] * z, r[1] * x + r[4] * y + r[7] * z,
+            r[2] * x + r[5] * y + r[8] * z)
+
+
+def r0(r, x, y, z):
+    """R0 (x, y, z) for link row r."""
+    if r[13] != 0.0:
+        return x, r[4] * y - r[7] * z, r[7] * y + r[4] * z
+    return (r[0] * x + r[1] * y + r[2] * z, r[3] * x + r[4] * y + r[5] * z,
+            r[6] * x + r[7] * y + r[8] * z)
+
+
 def rnea_into(P, q, qd, qdd, w, mode, out, S):
     """Newton–Euler τ into out (n,); mode 0: full (armature, friction), 3: full with the
     tip wrench w (6,), 1: q̈ = 0 (bias, friction), 2: q̇ = q̈ = 0 (gravity; qd, qdd are not
@@ -341,15 +385,9 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
         qddi = qdd[i] if full else 0.0
         check += qi + qdi + qddi
         # into the joint frame: x' = R0ᵀ x
-        w0 = r[0] * wx + r[3] * wy + r[6] * wz
-        w1 = r[1] * wx + r[4] * wy + r[7] * wz
-        w2 = r[2] * wx + r[5] * wy + r[8] * wz
-        a0 = r[0] * ax + r[3] * ay + r[6] * az
-        a1 = r[1] * ax + r[4] * ay + r[7] * az
-        a2 = r[2] * ax + r[5] * ay + r[8] * az
-        v0 = r[0] * vx + r[3] * vy + r[6] * vz
-        v1 = r[1] * vx + r[4] * vy + r[7] * vz
-        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        w0, w1, w2 = r0t(r, wx, wy, wz)
+        a0, a1, a2 = r0t(r, ax, ay, az)
+        v0, v1, v2 = r0t(r, vx, vy, vz)
         px, py, pz = r[9], r[10], r[11]
         prismatic = r[14] != 0.0
         if prismatic:
@@ -436,12 +474,8 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
             m0 += py * f2 - pz * f1
             m1 += pz * f0 - px * f2
             m2 += px * f1 - py * f0
-            fx = r[0] * f0 + r[1] * f1 + r[2] * f2
-            fy = r[3] * f0 + r[4] * f1 + r[5] * f2
-            fz = r[6] * f0 + r[7] * f1 + r[8] * f2
-            nx = r[0] * m0 + r[1] * m1 + r[2] * m2
-            ny = r[3] * m0 + r[4] * m1 + r[5] * m2
-            nz = r[6] * m0 + r[7] * m1 + r[8] * m2
+            fx, fy, fz = r0(r, f0, f1, f2)
+            nx, ny, nz = r0(r, m0, m1, m2)
     return math.isfinite(check * 0.0 + total)
 
 
@@ -539,7 +573,14 @@ def rot_z_gen(c, s, b):
 
 
 def rot_sym(r, xx, yy, zz, xy, xz, yz):
-    """R A Rᵀ of a symmetric A, R = r[0:9] row-major: T = A Rᵀ, then the upper half of R T."""
+    """R A Rᵀ of a symmetric A, R = r[0:9] row-major: T = A Rᵀ, then the upper half of R T;
+    for R = Rx(α) (flag r[13]) only the y, z rows and columns mix."""
+    if r[13] != 0.0:
+        c, s = r[4], r[7]
+        u11, u12 = c * yy - s * yz, c * yz - s * zz
+        u21, u22 = s * yy + c * yz, s * yz + c * zz
+        return (xx, c * u11 - s * u12, s * u21 + c * u22, c * xy - s * xz, s * xy + c * xz,
+                s * u11 + c * u12)
     t00 = xx * r[0] + xy * r[1] + xz * r[2]
     t01 = xx * r[3] + xy * r[4] + xz * r[5]
     t02 = xx * r[6] + xy * r[7] + xz * r[8]
@@ -558,7 +599,14 @@ def rot_sym(r, xx, yy, zz, xy, xz, yz):
 
 
 def rot_gen(r, b):
-    """R B Rᵀ of a general B (row-major 9-tuple), R = r[0:9] row-major."""
+    """R B Rᵀ of a general B (row-major 9-tuple), R = r[0:9] row-major (or Rx(α))."""
+    if r[13] != 0.0:
+        c, s = r[4], r[7]
+        u10, u11, u12 = c * b[3] - s * b[6], c * b[4] - s * b[7], c * b[5] - s * b[8]
+        u20, u21, u22 = s * b[3] + c * b[6], s * b[4] + c * b[7], s * b[5] + c * b[8]
+        return (b[0], c * b[1] - s * b[2], s * b[1] + c * b[2],
+                u10, c * u11 - s * u12, s * u11 + c * u12,
+                u20, c * u21 - s * u22, s * u21 + c * u22)
     t00 = b[0] * r[0] + b[1] * r[1] + b[2] * r[2]
     t01 = b[0] * r[3] + b[1] * r[4] + b[2] * r[5]
     t02 = b[0] * r[6] + b[1] * r[7] + b[2] * r[8]
@@ -595,12 +643,8 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         qi = q[i]
         qdi = qd[i]
         check += qi + qdi + tau[i]
-        w0 = r[0] * wx + r[3] * wy + r[6] * wz
-        w1 = r[1] * wx + r[4] * wy + r[7] * wz
-        w2 = r[2] * wx + r[5] * wy + r[8] * wz
-        v0 = r[0] * vx + r[3] * vy + r[6] * vz
-        v1 = r[1] * vx + r[4] * vy + r[7] * vz
-        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        w0, w1, w2 = r0t(r, wx, wy, wz)
+        v0, v1, v2 = r0t(r, vx, vy, vz)
         px, py, pz = r[9], r[10], r[11]
         prismatic = r[14] != 0.0
         if prismatic:
@@ -769,24 +813,22 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
             t[15 + k] += rm[k]
         for k in range(9):
             t[6 + k] += rb[k]
-        t[21] += r[0] * n0 + r[1] * n1 + r[2] * n2
-        t[22] += r[3] * n0 + r[4] * n1 + r[5] * n2
-        t[23] += r[6] * n0 + r[7] * n1 + r[8] * n2
-        t[24] += r[0] * f0 + r[1] * f1 + r[2] * f2
-        t[25] += r[3] * f0 + r[4] * f1 + r[5] * f2
-        t[26] += r[6] * f0 + r[7] * f1 + r[8] * f2
+        n0, n1, n2 = r0(r, n0, n1, n2)
+        f0, f1, f2 = r0(r, f0, f1, f2)
+        t[21] += n0
+        t[22] += n1
+        t[23] += n2
+        t[24] += f0
+        t[25] += f1
+        t[26] += f2
     wx = wy = wz = 0.0                       # pass 3: accelerations, a_0 = −g
     vx, vy, vz = -G[12], -G[13], -G[14]
     total = 0.0
     for i in range(n):
         r = P[i]
         s_ = S[i]
-        w0 = r[0] * wx + r[3] * wy + r[6] * wz
-        w1 = r[1] * wx + r[4] * wy + r[7] * wz
-        w2 = r[2] * wx + r[5] * wy + r[8] * wz
-        v0 = r[0] * vx + r[3] * vy + r[6] * vz
-        v1 = r[1] * vx + r[4] * vy + r[7] * vz
-        v2 = r[2] * vx + r[5] * vy + r[8] * vz
+        w0, w1, w2 = r0t(r, wx, wy, wz)
+        v0, v1, v2 = r0t(r, vx, vy, vz)
         px, py, pz = r[9], r[10], r[11]
         prismatic = r[14] != 0.0
         if prismatic:
@@ -845,7 +887,40 @@ def aba_wrench_batch(P, q, qd, tau, w, out):
     return aba_rows(P, q, qd, tau, w, True, out)
 
 
-_KERNELS = (_sign, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
+def rk4_one(P, q, qd, tau, dt, out):
+    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held (as integration.rk4_step):
+    q and q̇ after the step into out[0], out[1]."""
+    n = P.shape[0] - 1
+    if not _fits(P, q, qd, tau, out[0]) or out.shape[0] != 2:
+        return False
+    S = P[:, 28:]
+    T = np.empty((3, n))                 # stage q, stage q̇, stage q̈
+    if not aba_into(P, q, qd, tau, q, False, T[2], S):
+        return False
+    h = 0.5 * dt
+    for j in range(n):                   # k1 = (q̇, k1v); stage 2 at q + h k1q, q̇ + h k1v
+        out[0, j] = qd[j]
+        out[1, j] = T[2, j]
+        T[0, j] = q[j] + h * qd[j]
+        T[1, j] = qd[j] + h * T[2, j]
+    for stage in range(3):
+        if not aba_into(P, T[0], T[1], tau, q, False, T[2], S):
+            return False
+        step = h if stage == 0 else dt       # inputs of k3 (half step), of k4 (full)
+        for j in range(n):
+            weight = 2.0 if stage < 2 else 1.0
+            out[0, j] += weight * T[1, j]
+            out[1, j] += weight * T[2, j]
+            T[0, j] = q[j] + step * T[1, j]
+            T[1, j] = qd[j] + step * T[2, j]
+    sixth = dt / 6.0
+    for j in range(n):
+        out[0, j] = q[j] + sixth * out[0, j]
+        out[1, j] = qd[j] + sixth * out[1, j]
+    return True
+
+
+_KERNELS = (_sign, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
-            aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch)
+            aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)

@@ -275,3 +275,18 @@ def test_cache_outside_the_install_space_and_from_memory_if_not_writable(tmp_pat
 
 def _listdir(path):
     return os.listdir(path) if os.path.isdir(path) else []
+
+
+@pytest.mark.parametrize('model', MODELS)
+def test_rk4_step_matches_reference(loops, model, rng):
+    from robot_dynamics import integration
+    q, qd, _ = random_state(rng, model.n)
+    tau = rng.normal(scale=5.0, size=model.n)
+    fast = loops.rk4_step_one(model, q, qd, tau, 1e-3)
+    expected = reference(integration.rk4_step, model, q, qd, tau, 1e-3)
+    assert fast is not None
+    for a, b in zip(fast, expected):
+        assert_same(a, b)
+    bad = q.copy()
+    bad[-1] = np.nan
+    assert loops.rk4_step_one(model, bad, qd, tau, 1e-3) is None
