@@ -60,7 +60,7 @@ except ImportError:      # the accelerator is optional
     numba = None
 
 WIDTH = 28                 # model columns, then SCRATCH columns of working memory
-SCRATCH = 41
+SCRATCH = 20
 """Columns of the packed model; row i < n is link i, row n holds the global data:
 row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
@@ -629,16 +629,16 @@ def rot_gen(r, b):
 
 def aba_into(P, q, qd, tau, w, wrench, out, S):
     """Articulated-body q̈ into out (n,) (RBDA Table 7.1, spatial vectors [ω; v]).
-    S is (n, 41) scratch per link: 0-5 IA's A (xx yy zz xy xz yz), 6-14 B (row-major),
-    15-20 M, 21-26 pA [n; f], 27-30 c (the nonzero entries), 31-36 U, 37 D, 38 u,
-    39 cos, 40 sin. The tip wrench w (6,) if `wrench`. False if an input or the result is
-    not finite, or D ≤ 0."""
+    S is (n, ≥ 20) scratch per link: 0-5 the body's own bias force v ×f (I v) [n; f],
+    6-9 c (its nonzero entries), 10-15 U, 16 D, 17 u, 18 cos, 19 sin (the articulated
+    inertias pass from child to parent in local variables). The tip wrench w (6,) if
+    `wrench`. False if an input or the result is not finite, or D ≤ 0."""
     n = q.shape[0]
     G = P[n]
     wx = wy = wz = 0.0                       # spatial velocity of body i-1 in its frame
     vx = vy = vz = 0.0
     check = 0.0
-    for i in range(n):                       # pass 1: velocities, c, IA = I, pA
+    for i in range(n):                       # pass 1: velocities, c, own bias force
         r = P[i]
         qi = q[i]
         qdi = qd[i]
@@ -657,41 +657,24 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         v2 += w0 * py - w1 * px
         c = math.cos(theta)
         s = math.sin(theta)
-        S[i, 39] = c
-        S[i, 40] = s
+        S[i, 18] = c
+        S[i, 19] = s
         wx, wy, wz = c * w0 + s * w1, c * w1 - s * w0, w2
         vx, vy, vz = c * v0 + s * v1, c * v1 - s * v0, v2
         if prismatic:                        # c = v ×m (S q̇)
             vz += qdi
-            S[i, 27] = 0.0
-            S[i, 28] = 0.0
-            S[i, 29] = wy * qdi
-            S[i, 30] = -wx * qdi
+            S[i, 6] = 0.0
+            S[i, 7] = 0.0
+            S[i, 8] = wy * qdi
+            S[i, 9] = -wx * qdi
         else:
             wz += qdi
-            S[i, 27] = wy * qdi
-            S[i, 28] = -wx * qdi
-            S[i, 29] = vy * qdi
-            S[i, 30] = -vx * qdi
+            S[i, 6] = wy * qdi
+            S[i, 7] = -wx * qdi
+            S[i, 8] = vy * qdi
+            S[i, 9] = -vx * qdi
         m, hx, hy, hz = r[15], r[16], r[17], r[18]
         ixx, iyy, izz, ixy, ixz, iyz = r[19], r[20], r[21], r[22], r[23], r[24]
-        for k in range(6):
-            S[i, k] = r[19 + k]
-        S[i, 6] = 0.0                        # B = m c× = h×
-        S[i, 7] = -hz
-        S[i, 8] = hy
-        S[i, 9] = hz
-        S[i, 10] = 0.0
-        S[i, 11] = -hx
-        S[i, 12] = -hy
-        S[i, 13] = hx
-        S[i, 14] = 0.0
-        S[i, 15] = m
-        S[i, 16] = m
-        S[i, 17] = m
-        S[i, 18] = 0.0
-        S[i, 19] = 0.0
-        S[i, 20] = 0.0
         # momentum I v: l = I_o ω + h × v, k = m v - h × ω; pA = v ×f (I v)
         lx = ixx * wx + ixy * wy + ixz * wz + hy * vz - hz * vy
         ly = ixy * wx + iyy * wy + iyz * wz + hz * vx - hx * vz
@@ -699,50 +682,60 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         kx = m * vx - (hy * wz - hz * wy)
         ky = m * vy - (hz * wx - hx * wz)
         kz = m * vz - (hx * wy - hy * wx)
-        S[i, 21] = wy * lz - wz * ly + vy * kz - vz * ky
-        S[i, 22] = wz * lx - wx * lz + vz * kx - vx * kz
-        S[i, 23] = wx * ly - wy * lx + vx * ky - vy * kx
-        S[i, 24] = wy * kz - wz * ky
-        S[i, 25] = wz * kx - wx * kz
-        S[i, 26] = wx * ky - wy * kx
-    if wrench:                      # the tip wrench, into body n about its origin
-        fx = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
-        fy = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
-        fz = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
-        S[n - 1, 21] += G[0] * w[3] + G[1] * w[4] + G[2] * w[5] + G[10] * fz - G[11] * fy
-        S[n - 1, 22] += G[3] * w[3] + G[4] * w[4] + G[5] * w[5] + G[11] * fx - G[9] * fz
-        S[n - 1, 23] += G[6] * w[3] + G[7] * w[4] + G[8] * w[5] + G[9] * fy - G[10] * fx
-        S[n - 1, 24] += fx
-        S[n - 1, 25] += fy
-        S[n - 1, 26] += fz
+        S[i, 0] = wy * lz - wz * ly + vy * kz - vz * ky
+        S[i, 1] = wz * lx - wx * lz + vz * kx - vx * kz
+        S[i, 2] = wx * ly - wy * lx + vx * ky - vy * kx
+        S[i, 3] = wy * kz - wz * ky
+        S[i, 4] = wz * kx - wx * kz
+        S[i, 5] = wx * ky - wy * kx
+    # pass 2, inward: IA_i = I_i + (what the children pass on, carried in ca.., cb, cm..,
+    # cn.., cf..: the child's Ia and pa already in body i's frame); the tip wrench is what
+    # body n receives from its (absent) child
+    caxx = cayy = cazz = caxy = caxz = cayz = 0.0
+    cb = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    cmxx = cmyy = cmzz = cmxy = cmxz = cmyz = 0.0
+    cn0 = cn1 = cn2 = cf0 = cf1 = cf2 = 0.0
+    if wrench:                               # the tip wrench, into body n about its origin
+        cf0 = G[0] * w[0] + G[1] * w[1] + G[2] * w[2]
+        cf1 = G[3] * w[0] + G[4] * w[1] + G[5] * w[2]
+        cf2 = G[6] * w[0] + G[7] * w[1] + G[8] * w[2]
+        cn0 = G[0] * w[3] + G[1] * w[4] + G[2] * w[5] + G[10] * cf2 - G[11] * cf1
+        cn1 = G[3] * w[3] + G[4] * w[4] + G[5] * w[5] + G[11] * cf0 - G[9] * cf2
+        cn2 = G[6] * w[3] + G[7] * w[4] + G[8] * w[5] + G[9] * cf1 - G[10] * cf0
         check += w[0] + w[1] + w[2] + w[3] + w[4] + w[5]
-    for i in range(n - 1, -1, -1):          # pass 2: articulated inertias, inward
+    for i in range(n - 1, -1, -1):
         r = P[i]
         s_ = S[i]
-        axx, ayy, azz, axy, axz, ayz = s_[0], s_[1], s_[2], s_[3], s_[4], s_[5]
-        b = (s_[6], s_[7], s_[8], s_[9], s_[10], s_[11], s_[12], s_[13], s_[14])
-        mxx, myy, mzz, mxy, mxz, myz = s_[15], s_[16], s_[17], s_[18], s_[19], s_[20]
+        m, hx, hy, hz = r[15], r[16], r[17], r[18]
+        axx, ayy, azz = r[19] + caxx, r[20] + cayy, r[21] + cazz     # I_o + carried
+        axy, axz, ayz = r[22] + caxy, r[23] + caxz, r[24] + cayz
+        b = (cb[0], cb[1] - hz, cb[2] + hy, cb[3] + hz, cb[4], cb[5] - hx,   # h× + carried
+             cb[6] - hy, cb[7] + hx, cb[8])
+        mxx, myy, mzz = m + cmxx, m + cmyy, m + cmzz
+        mxy, mxz, myz = cmxy, cmxz, cmyz
+        pn0, pn1, pn2 = s_[0] + cn0, s_[1] + cn1, s_[2] + cn2
+        pf0, pf1, pf2 = s_[3] + cf0, s_[4] + cf1, s_[5] + cf2
         prismatic = r[14] != 0.0
         qdi = qd[i]
         net = tau[i] - (r[26] * qdi + r[27] * _sign(qdi))
         if prismatic:                        # U = IA e_5, D = IA[5, 5] + armature
             u0, u1, u2, u3, u4, u5 = b[2], b[5], b[8], mxz, myz, mzz
             d = mzz + r[25]
-            u = net - s_[26]
+            u = net - pf2
         else:                                # U = IA e_2
             u0, u1, u2, u3, u4, u5 = axz, ayz, azz, b[6], b[7], b[8]
             d = azz + r[25]
-            u = net - s_[23]
+            u = net - pn2
         if not d > 0.0:
             return False
-        s_[31] = u0
-        s_[32] = u1
-        s_[33] = u2
-        s_[34] = u3
-        s_[35] = u4
-        s_[36] = u5
-        s_[37] = d
-        s_[38] = u
+        s_[10] = u0
+        s_[11] = u1
+        s_[12] = u2
+        s_[13] = u3
+        s_[14] = u4
+        s_[15] = u5
+        s_[16] = d
+        s_[17] = u
         if i == 0:
             break
         # Ia = IA − U Uᵀ / D
@@ -763,16 +756,16 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         mxz -= e3 * u5
         myz -= e4 * u5
         # pa = pA + Ia c + U u / D, c = (c0, c1, 0, c3, c4, 0)
-        c0, c1, c3, c4 = s_[27], s_[28], s_[29], s_[30]
+        c0, c1, c3, c4 = s_[6], s_[7], s_[8], s_[9]
         ud = u / d
-        n0 = s_[21] + axx * c0 + axy * c1 + b[0] * c3 + b[1] * c4 + u0 * ud
-        n1 = s_[22] + axy * c0 + ayy * c1 + b[3] * c3 + b[4] * c4 + u1 * ud
-        n2 = s_[23] + axz * c0 + ayz * c1 + b[6] * c3 + b[7] * c4 + u2 * ud
-        f0 = s_[24] + b[0] * c0 + b[3] * c1 + mxx * c3 + mxy * c4 + u3 * ud
-        f1 = s_[25] + b[1] * c0 + b[4] * c1 + mxy * c3 + myy * c4 + u4 * ud
-        f2 = s_[26] + b[2] * c0 + b[5] * c1 + mxz * c3 + myz * c4 + u5 * ud
+        n0 = pn0 + axx * c0 + axy * c1 + b[0] * c3 + b[1] * c4 + u0 * ud
+        n1 = pn1 + axy * c0 + ayy * c1 + b[3] * c3 + b[4] * c4 + u1 * ud
+        n2 = pn2 + axz * c0 + ayz * c1 + b[6] * c3 + b[7] * c4 + u2 * ud
+        f0 = pf0 + b[0] * c0 + b[3] * c1 + mxx * c3 + mxy * c4 + u3 * ud
+        f1 = pf1 + b[1] * c0 + b[4] * c1 + mxy * c3 + myy * c4 + u4 * ud
+        f2 = pf2 + b[2] * c0 + b[5] * c1 + mxz * c3 + myz * c4 + u5 * ud
         # to the joint frame: rotate by Rz(θ)
-        c, s = s_[39], s_[40]
+        c, s = s_[18], s_[19]
         f0, f1 = c * f0 - s * f1, s * f0 + c * f1
         n0, n1 = c * n0 - s * n1, s * n0 + c * n1
         axx, ayy, azz, axy, axz, ayz = rot_z_sym(c, s, axx, ayy, azz, axy, axz, ayz)
@@ -803,24 +796,12 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         ayz += c12 + c21 - (k10 * py - k11 * px)
         b = (b[0] + k00, b[1] + k01, b[2] + k02, b[3] + k10, b[4] + k11, b[5] + k12,
              b[6] + k20, b[7] + k21, b[8] + k22)
-        # to the parent's frame: rotate by R0, add into the parent's IA, pA
-        t = S[i - 1]
-        ra = rot_sym(r, axx, ayy, azz, axy, axz, ayz)
-        rb = rot_gen(r, b)
-        rm = rot_sym(r, mxx, myy, mzz, mxy, mxz, myz)
-        for k in range(6):
-            t[k] += ra[k]
-            t[15 + k] += rm[k]
-        for k in range(9):
-            t[6 + k] += rb[k]
-        n0, n1, n2 = r0(r, n0, n1, n2)
-        f0, f1, f2 = r0(r, f0, f1, f2)
-        t[21] += n0
-        t[22] += n1
-        t[23] += n2
-        t[24] += f0
-        t[25] += f1
-        t[26] += f2
+        # to the parent's frame: rotate by R0, carried to the parent
+        caxx, cayy, cazz, caxy, caxz, cayz = rot_sym(r, axx, ayy, azz, axy, axz, ayz)
+        cb = rot_gen(r, b)
+        cmxx, cmyy, cmzz, cmxy, cmxz, cmyz = rot_sym(r, mxx, myy, mzz, mxy, mxz, myz)
+        cn0, cn1, cn2 = r0(r, n0, n1, n2)
+        cf0, cf1, cf2 = r0(r, f0, f1, f2)
     wx = wy = wz = 0.0                       # pass 3: accelerations, a_0 = −g
     vx, vy, vz = -G[12], -G[13], -G[14]
     total = 0.0
@@ -836,15 +817,15 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         v0 += w1 * pz - w2 * py
         v1 += w2 * px - w0 * pz
         v2 += w0 * py - w1 * px
-        c, s = s_[39], s_[40]
-        wx = c * w0 + s * w1 + s_[27]
-        wy = c * w1 - s * w0 + s_[28]
+        c, s = s_[18], s_[19]
+        wx = c * w0 + s * w1 + s_[6]
+        wy = c * w1 - s * w0 + s_[7]
         wz = w2
-        vx = c * v0 + s * v1 + s_[29]
-        vy = c * v1 - s * v0 + s_[30]
+        vx = c * v0 + s * v1 + s_[8]
+        vy = c * v1 - s * v0 + s_[9]
         vz = v2
-        qddi = (s_[38] - (s_[31] * wx + s_[32] * wy + s_[33] * wz
-                          + s_[34] * vx + s_[35] * vy + s_[36] * vz)) / s_[37]
+        qddi = (s_[17] - (s_[10] * wx + s_[11] * wy + s_[12] * wz
+                          + s_[13] * vx + s_[14] * vy + s_[15] * vz)) / s_[16]
         if prismatic:
             vz += qddi
         else:
