@@ -104,17 +104,27 @@ def batch(models, repeats, rng, size=1000):
 
 
 def compile_times():
-    """Seconds to the first result in a fresh process: cold (empty cache), then cached."""
-    code = ('import time; t = time.perf_counter(); '
-            'from robot_dynamics import _numba_loops as L; L.compile_kernels(); '
-            'print(time.perf_counter() - t)')
+    """Seconds to compile (or load) the kernels in a fresh process, cold (empty cache
+    directory), then cached: the first one-state inverse dynamics alone (it also pays
+    numba's start-up), then the rest of the one-state kernels, then the batch kernels."""
+    code = ('import time; from robot_dynamics import _numba_loops as L; t = time.perf_counter()\n'
+            'for group in ({first}, {one}, {batch}):\n'
+            '    L.compile_kernels(group); print(time.perf_counter() - t); '
+            't = time.perf_counter()\n')
+    names = list(loops.ENTRIES)
+    first = ['rnea_one']
+    one = [k for k in names if k.endswith('_one') and k not in first]
+    batch = [k for k in names if k.endswith('_batch')]
+    code = code.format(first=first, one=one, batch=batch)
     env = dict(os.environ, PYTHONPATH=REPO)
     with tempfile.TemporaryDirectory() as cache:
         env['ROBOT_DYNAMICS_CACHE'] = cache
         for label in ('cold', 'cached'):
             out = subprocess.run([sys.executable, '-c', code], env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            print(f'# compile + import, {label}: {float(out):.2f} s', flush=True)
+                                 capture_output=True, text=True).stdout.split()
+            print(f'# compile, {label}: rnea_one {float(out[0]):.2f} s, other one-state '
+                  f'kernels {float(out[1]):.2f} s, batch kernels {float(out[2]):.2f} s',
+                  flush=True)
 
 
 def main():

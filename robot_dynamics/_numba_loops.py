@@ -130,13 +130,14 @@ def _packed(model):
 def _retry(name, model, arrays, ndim):
     """Kernel `name` on C-contiguous float64 copies of `arrays` (the last is the wrench if
     the name says so), or None if they do not fit."""
+    if any(isinstance(x, np.ndarray) and x.ndim != ndim for x in arrays[:3]):
+        return None              # e.g. a batch given to a one-state function: no copies
     try:
         fn = _kernel(name)
         arrays = [np.array(x, dtype=float, order='C') for x in arrays]
     except (TypeError, ValueError, RuntimeError):
         return None
-    n = model.n
-    if any(a.ndim != ndim for a in arrays[:-1]) or arrays[0].shape[-1] != n:
+    if any(a.ndim != ndim for a in arrays[:3]) or arrays[0].shape[-1] != model.n:
         return None
     out = np.empty(arrays[0].shape)
     try:

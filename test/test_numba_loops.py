@@ -16,6 +16,7 @@ from conftest import REPO, preset_paths, random_chain_params, random_state
 
 from robot_dynamics import _numba_loops, dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
+from robot_dynamics.urdf import model_from_urdf, model_to_urdf
 
 RTOL = 1e-9
 
@@ -62,7 +63,21 @@ def _random_models():
     return params
 
 
-MODELS = _presets() + _random_models()
+def _urdf_models():
+    """General placements R0 (not Rx(α)): the URDF fixtures and a 40-link random chain
+    exported to URDF and read back, with a payload."""
+    params = []
+    for name, tip in (('skewed_arm', 'tool'), ('ur5', 'tool0')):
+        with open(os.path.join(REPO, 'test', 'data', name + '.urdf'), encoding='utf-8') as f:
+            params.append(pytest.param(model_from_urdf(f.read(), tip_link=tip), id=name))
+    rng = np.random.default_rng(62)
+    block = random_chain_params(rng, 40, 'modified', rng.random(40) < 0.3)
+    model = model_from_urdf(model_to_urdf(RobotModel.from_params(block)))
+    params.append(pytest.param(model.with_payload(1.5, (0.02, 0.0, 0.05)), id='urdf-40-loaded'))
+    return params
+
+
+MODELS = _presets() + _random_models() + _urdf_models()
 
 
 def reference(function, *args, **kwargs):
@@ -127,6 +142,14 @@ def test_forward_dynamics_inverts_inverse_dynamics_at_100_links(loops, rng):
     tau = loops.inverse_dynamics_batch(model, q, qd, qdd, wrench)
     np.testing.assert_allclose(loops.forward_dynamics_batch(model, q, qd, tau, wrench), qdd,
                                rtol=1e-8, atol=1e-8)
+
+
+def test_general_placements_take_the_general_rotation(rng):
+    """The URDF models above exercise the 9-multiplication rotations, DH models the
+    Rx(α) ones (column 13 of the packed model flags them)."""
+    flags = [_numba_loops.pack(p.values[0])[:-1, 13] for p in _urdf_models()]
+    assert not flags[0].any() and not flags[2].any()
+    assert all(_numba_loops.pack(p.values[0])[:-1, 13].all() for p in _random_models())
 
 
 def test_payload_change_is_packed_from_the_new_model(loops, rng):
