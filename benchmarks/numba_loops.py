@@ -80,6 +80,39 @@ def straight_line(models, repeats, rng):
             lambda: aba(P, q, qd, qdd, out), lambda: s_aba(q, qd, qdd, body), repeats))
 
 
+def public_api(models, repeats, rng):
+    """What a user sees today with set_backend('numba') (the straight-line kernels behind
+    dynamics.py / integration.py, n ≤ 12), against the looped API called directly; and the
+    looped RK4 step against a Python RK4 around pin.aba (ratio target ≤ 0.5)."""
+    from robot_dynamics import integration
+    from run import rk4_pinocchio
+    for name, model in models.items():
+        if model.n > dynamics.NUMBA_MAX_LINKS:
+            continue
+        q, qd, qdd = (rng.uniform(-1.0, 1.0, model.n) for _ in range(3))
+        dynamics.set_backend('numba')
+        try:
+            dynamics.inverse_dynamics(model, q, qd, qdd)
+            dynamics.forward_dynamics(model, q, qd, qdd)
+            integration.rk4_step(model, q, qd, qdd, 1e-3)
+            _row(f'ID loops API / dynamics numba backend, {name}', paired(
+                lambda: loops.inverse_dynamics_one(model, q, qd, qdd),
+                lambda: dynamics.inverse_dynamics(model, q, qd, qdd), repeats))
+            _row(f'FD loops API / dynamics numba backend, {name}', paired(
+                lambda: loops.forward_dynamics_one(model, q, qd, qdd),
+                lambda: dynamics.forward_dynamics(model, q, qd, qdd), repeats))
+            _row(f'RK4 loops API / integration numba backend, {name}', paired(
+                lambda: loops.rk4_step_one(model, q, qd, qdd, 1e-3),
+                lambda: integration.rk4_step(model, q, qd, qdd, 1e-3), repeats))
+        finally:
+            dynamics.set_backend('generated')
+        pm = pinocchio_model(model)
+        data = pm.createData()
+        _row(f'RK4 loops API / Python RK4 around pin.aba, {name}', paired(
+            lambda: loops.rk4_step_one(model, q, qd, qdd, 1e-3),
+            lambda: rk4_pinocchio(pm, data, q, qd, qdd, 1e-3), repeats))
+
+
 def batch(models, repeats, rng, size=1000):
     for name, model in models.items():
         pm = pinocchio_model(model)
@@ -133,6 +166,8 @@ def main():
     parser.add_argument('--compile', action='store_true', help='also time compilation')
     parser.add_argument('--straight', action='store_true',
                         help='also compare with the straight-line kernels (compiles them)')
+    parser.add_argument('--only-straight', action='store_true',
+                        help='only the comparisons with the straight-line kernels')
     args = parser.parse_args()
     if args.compile:
         compile_times()
@@ -142,11 +177,13 @@ def main():
               'PUMA 560': load_preset('puma560'), 'random n=12': random_chain(12),
               'random n=40': random_chain(40), 'random n=100': random_chain(100)}
     print('| what | ours | reference | ratio |\n|---|---|---|---|')
-    one_state(models, args.repeats, rng)
-    batch({k: models[k] for k in ('PUMA 560', 'Panda (7)', 'random n=100')}, args.repeats,
-          rng)
-    if args.straight:
+    if not args.only_straight:
+        one_state(models, args.repeats, rng)
+        batch({k: models[k] for k in ('PUMA 560', 'Panda (7)', 'random n=100')},
+              args.repeats, rng)
+    if args.straight or args.only_straight:
         straight_line(models, args.repeats, rng)
+        public_api(models, args.repeats, rng)
 
 
 if __name__ == '__main__':
