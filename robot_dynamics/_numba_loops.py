@@ -11,7 +11,8 @@ Algorithms, as in `robot_dynamics.algorithms` (which these must match to roundin
   body's origin with the first moment h = m c and the inertia about the origin;
 - forward dynamics: the articulated-body algorithm (Featherstone, RBDA Table 7.1), the
   6×6 articulated inertias kept as three 3×3 blocks [A B; Bᵀ M] (21 numbers), moved to
-  the parent by the cheap rotation about z, a shift, and the constant placement R0.
+  the parent (in local variables: a chain has one child per body) by the cheap rotation
+  about z, a shift (RBDA eq. 2.66) and the constant placement R0.
 Each placement R_i = R0_i Rz(θ_i) is applied in two steps through the "joint frame"
 (R0_i applied, Rz not yet), in which the origin of body i is p'_i = R0ᵀ p0 + d e_z.
 
@@ -29,8 +30,10 @@ Inputs: one state as float64 (n,) arrays, a batch as (B, n) arrays, all C-contig
 writable for the fast path (anything else is copied once; a wrong shape returns None).
 None also when an input or the result is not finite, or an articulated inertia is not
 positive (each kernel checks its inputs and outputs), or the kernels cannot be compiled.
-The first call compiles every kernel (~6 s once, ~0.3 s from numba's cache;
-`compile_kernels()` does it up front). The kernel source is written to
+Each kernel compiles on its first call, for every model at once (on this 2-core machine,
+cold: inverse dynamics 1.5-4 s, forward dynamics ~3 s; from numba's on-disk cache the
+first kernel of a process ~0.3-0.5 s, the others milliseconds); `compile_kernels()` does
+it up front, e.g. when a node starts. The kernel source is written to
 `_fast_numba.cache_dir()` with numba's on-disk cache (``cache=True``), never into the
 install space; if that directory is not writable the kernels are compiled from memory in
 every process.
@@ -45,7 +48,6 @@ GIL (no ``nogil``), so no two calls on one model run at the same time.
 
 import hashlib
 import importlib.util
-import inspect
 import math
 import sys
 import types
@@ -67,7 +69,6 @@ row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 
        25 armature, 26 viscous, 27 Coulomb friction
 row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
 
-_F64 = np.dtype(float)
 _compiled = {}            # entry name -> numba dispatcher, compiled for ENTRIES[name]
 _modules = {}
 
@@ -312,7 +313,9 @@ def _kernel(name):
 def _module():
     """The kernels, compiled from a copy of their source in the cache directory (so that
     numba's on-disk cache finds it again), or from memory if that is not writable."""
-    text = kernel_source()
+    text = _SOURCE
+    if text is None:
+        raise RuntimeError('the kernel source could not be read')
     digest = hashlib.sha1(text.encode()).hexdigest()[:20]
     module_name = f'_robot_dynamics_loops_{digest}'
     path = _fast_numba._write(text, module_name)
@@ -333,9 +336,16 @@ def _module():
 
 
 def kernel_source():
-    """The source of the numba kernels: the plain-Python functions below, verbatim."""
-    header = 'import math\n\nimport numpy as np\n\n'
-    return header + '\n\n'.join(inspect.getsource(fn) for fn in _KERNELS)
+    """The source of the numba kernels: the section below of this file, verbatim."""
+    with open(__file__, encoding='utf-8') as stream:
+        text = stream.read()
+    start, end = text.find(_KERNELS_BEGIN), text.find('\n_KERNELS = (')
+    if start < 0 or end < 0:
+        raise RuntimeError(f'{__file__}: kernel section not found')
+    return 'import math\n\nimport numpy as np\n\n\n' + text[start:end]
+
+
+_KERNELS_BEGIN = '# ' + '-' * 70 + ' kernels'
 
 
 # ---------------------------------------------------------------------- kernels
@@ -906,3 +916,15 @@ _KERNELS = (_sign, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_on
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)
+
+
+def _source_at_import():
+    """Read once, when the module is imported: an edit of the file while a process runs
+    cannot mix versions."""
+    try:
+        return kernel_source() if numba is not None else None
+    except (OSError, RuntimeError):
+        return None
+
+
+_SOURCE = _source_at_import()

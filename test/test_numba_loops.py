@@ -313,3 +313,13 @@ def test_rk4_step_matches_reference(loops, model, rng):
     bad = q.copy()
     bad[-1] = np.nan
     assert loops.rk4_step_one(model, bad, qd, tau, 1e-3) is None
+
+
+def test_kernel_source_is_exactly_the_kernel_functions():
+    """The source compiled by numba (the kernel section of the module file) defines the
+    functions `_KERNELS` lists, in order, and nothing else that could shadow them."""
+    import ast
+    tree = ast.parse(_numba_loops.kernel_source())
+    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert names == [fn.__name__ for fn in _numba_loops._KERNELS]
+    assert set(_numba_loops.ENTRIES) <= set(names)
