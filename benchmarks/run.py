@@ -9,8 +9,8 @@ median of the paired ratios, so that the load of a shared machine cancels. Every
 a ratio to the yardstick (issue 6): the table says what holds on this machine today.
 Pinocchio's results are checked against ours first.
 With numba installed, a second column times the optional accelerator (`set_backend('numba')`,
-models up to `dynamics.NUMBA_MAX_LINKS` links; its first run compiles and caches for
-minutes, the timed calls come after warm-up).
+looped kernels compiled once for every model; the first run compiles and caches them in
+about 15 s, the timed calls come after warm-up).
 """
 
 import argparse
@@ -18,7 +18,9 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -194,11 +196,11 @@ def check_against_pinocchio(model, pm, rng):
 
 def compare(model, ours, reference, repeats, per=1):
     """(ours, reference, ratio) on the generated backend and (ours, ratio) on numba (None
-    when numba is missing or the model exceeds dynamics.NUMBA_MAX_LINKS); times per `per`."""
+    when numba is missing); times per `per`."""
     dynamics.set_backend('generated')
     plain = paired(ours, reference, repeats)
     fast = None
-    if ACCELERATOR and model.n <= dynamics.NUMBA_MAX_LINKS:
+    if ACCELERATOR:
         dynamics.set_backend('numba')
         try:
             t, _, r = paired(ours, reference, repeats)
@@ -231,7 +233,7 @@ def run(repeats):
         q, qd, qdd = state(model, rng)
         result = compare(model, lambda: dynamics.inverse_dynamics(model, q, qd, qdd),
                          lambda: pin.rnea(pm, data, q, qd, qdd), repeats)
-        times[name, 'ID'] = result[0][0]
+        times[name, 'ID'] = result[0][0], result[1] and result[1][0]
         targets = (25, 0.6) if name == 'random n=100' else (5, 1.2)
         add_row(table, f'inverse_dynamics, one state, {name} / pin.rnea', result, targets)
     for name in models:
@@ -240,7 +242,7 @@ def run(repeats):
         q, qd, tau = state(model, rng)
         result = compare(model, lambda: dynamics.forward_dynamics(model, q, qd, tau),
                          lambda: pin.aba(pm, data, q, qd, tau), repeats)
-        times[name, 'FD'] = result[0][0]
+        times[name, 'FD'] = result[0][0], result[1] and result[1][0]
         add_row(table, f'forward_dynamics, one state, {name} / pin.aba', result, (16, 1.3))
     for name in ('PUMA 560', 'Panda (7)'):
         model, pm = models[name], pins[name]
@@ -264,9 +266,12 @@ def run(repeats):
         add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
                 result, (0.4, 0.3))
     for what in ('ID', 'FD'):
-        growth = times['random n=100', what] / times['random n=6', what]
+        (long, long_fast), (short, short_fast) = times['random n=100', what], \
+            times['random n=6', what]
+        fast = long_fast / short_fast if long_fast else None
         table.add(f'cost growth n = 6 → 100, {what}: time ratio (100/6 = 16.7 is linear)',
-                  growth, None, 20, unit='×')
+                  long / short, None, 20, fast, 20 if fast else None, unit='×',
+                  ratio_accelerated=fast)
     mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
     table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, None,
               250, unit='')
@@ -292,10 +297,39 @@ def machine():
     return f'{cpu}; {versions}'
 
 
+def compile_times():
+    """Seconds to compile (or load) the numba kernels in a fresh process: cold (an empty
+    cache directory), then cached; first the one-state inverse dynamics alone (it also
+    pays numba's start-up), then the other one-state kernels, then the batch kernels."""
+    code = ('import time; from robot_dynamics import _numba_loops as L\n'
+            't = time.perf_counter()\n'
+            'for group in ({first}, {one}, {batch}):\n'
+            '    L.compile_kernels(group); print(time.perf_counter() - t)\n'
+            '    t = time.perf_counter()\n')
+    from robot_dynamics import _numba_loops
+    names = list(_numba_loops.ENTRIES)
+    one = [k for k in names if k.endswith('_one') and k != 'rnea_one']
+    batch = [k for k in names if k.endswith('_batch')]
+    code = code.format(first=['rnea_one'], one=one, batch=batch)
+    env = dict(os.environ, PYTHONPATH=REPO)
+    with tempfile.TemporaryDirectory() as cache:
+        env['ROBOT_DYNAMICS_CACHE'] = cache
+        for label in ('cold', 'cached'):
+            out = subprocess.run([sys.executable, '-c', code], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            print(f'# numba compile, {label}: inverse dynamics {float(out[0]):.2f} s, the '
+                  f'other one-state kernels {float(out[1]):.2f} s, batch kernels '
+                  f'{float(out[2]):.2f} s', flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--repeats', type=int, default=15, help='samples per median (15)')
+    parser.add_argument('--compile-times', action='store_true',
+                        help='first time the numba compilation, cold and cached')
     args = parser.parse_args()
+    if args.compile_times and ACCELERATOR:
+        compile_times()
     if pin is None:
         sys.exit('benchmarks/run.py needs Pinocchio as the yardstick: pip install pin')
     print(f'# {machine()}')

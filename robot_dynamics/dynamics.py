@@ -15,19 +15,19 @@ Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dyna
 straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
 use) unless `set_backend('reference')` or the environment variable
 ``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
-`robot_dynamics.algorithms`. ``'numba'`` compiles the same generated code with numba when
-it is installed (optional; models of up to `NUMBA_MAX_LINKS` links), else warns and keeps
-``'generated'``. All give the same results to rounding; non-finite inputs and singular
+`robot_dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba for
+every model (`robot_dynamics._numba_loops`) when numba is installed (optional), else warns
+and keeps ``'generated'``. All give the same results to rounding; non-finite inputs and singular
 joint-space inertias always take the reference path.
 """
 
-import math
+import functools
 import os
 import warnings
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, algorithms, codegen
+from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
@@ -35,7 +35,6 @@ __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
 
 BACKENDS = ('generated', 'reference')        # always available
 OPTIONAL_BACKENDS = ('numba',)               # need an optional package
-NUMBA_MAX_LINKS = 12       # numba's compile time grows steeply with the straight-line code
 _backend = 'generated'
 _runners = 'runners generated'   # the key of this backend's runners in a model's _kernels
 
@@ -115,8 +114,8 @@ def _single(model, name):
     if run is None:
         if _backend == 'reference':
             run = _no_runner
-        elif _backend == 'numba' and model.n <= NUMBA_MAX_LINKS:
-            run = _numba_runner(model, name)
+        elif _backend == 'numba':
+            run = functools.partial(_NUMBA_ONE[name], model)
         else:
             run = _python_runner(model, name)
         runners[name] = run
@@ -179,21 +178,15 @@ def _finished(fn, values):
     return np.array(out)
 
 
-def _numba_runner(model, name):
-    """Runner of the numba kernel: it takes C-contiguous float64 arrays of the right
-    length and nothing else (TypeError/ValueError: the general path decides)."""
-    fn = _fast_numba.kernel(model, name + '_one')
-    body = _fast_numba.body_array(model)
-    n = model.n
-
-    def run(*states):
-        out = np.empty(n)
-        try:
-            finite = fn(*states, body, out)
-        except (TypeError, ValueError, ZeroDivisionError):
-            return None
-        return out if finite else None
-    return run
+_NUMBA_ONE = {'rnea': _numba_loops.inverse_dynamics_one,
+              'rnea_wrench': _numba_loops.inverse_dynamics_one,
+              'bias': _numba_loops.bias_forces_one, 'gravity': _numba_loops.gravity_torques_one,
+              'aba': _numba_loops.forward_dynamics_one,
+              'aba_wrench': _numba_loops.forward_dynamics_one}
+_NUMBA_BATCH = {'rnea': _numba_loops.inverse_dynamics_batch,
+                'bias': _numba_loops.bias_forces_batch,
+                'gravity': _numba_loops.gravity_torques_batch,
+                'aba': _numba_loops.forward_dynamics_batch}
 
 
 _KERNEL_PARAMS = {'rnea': 'q qd qdd', 'rnea_wrench': 'q qd qdd w', 'bias': 'q qd',
@@ -201,26 +194,17 @@ _KERNEL_PARAMS = {'rnea': 'q qd qdd', 'rnea_wrench': 'q qd qdd w', 'bias': 'q qd
 _KERNEL_PARAMS = {k: v.split() for k, v in _KERNEL_PARAMS.items()}
 
 
-def _numba_batch(model, name, arrays):
-    arrays = [np.ascontiguousarray(a) for a in arrays]
-    out = np.empty((arrays[0].shape[0], model.n))
-    try:
-        body = _fast_numba.body_array(model)
-        _fast_numba.kernel(model, name + '_batch')(*arrays, body, out)
-    except ZeroDivisionError:
-        return None
-    return out
-
-
 def _generated_batch(model, name, arrays, wrench=None):
     """The generated kernel on (B, n) arrays (one (B,) array per joint), or None."""
+    if _backend == 'numba':      # checks finiteness itself; None: the reference decides
+        if wrench is None:
+            return _NUMBA_BATCH[name](model, *arrays)
+        return _NUMBA_BATCH[name](model, *arrays, wrench)
     if wrench is not None:
         arrays = list(arrays) + [wrench]
         name += '_wrench'
     if not _all_finite(arrays):
         return None
-    if _backend == 'numba' and model.n <= NUMBA_MAX_LINKS:
-        return _numba_batch(model, name, arrays)
     size = arrays[0].shape[0]
     if size == 1:
         try:

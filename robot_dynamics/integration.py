@@ -8,14 +8,15 @@ import math
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, codegen, dynamics
+from robot_dynamics import _numba_loops, codegen, dynamics
 
 
 def rk4_step(model, q, qd, tau, dt):
     """One classical Runge–Kutta step of q̈ = forward_dynamics(q, q̇, τ); returns (q, q̇).
 
     One state on the generated backend runs as one generated call (four articulated-body
-    passes on floats, `codegen` kernel 'rk4'); batches and the reference backend go through
+    passes on floats, `codegen` kernel 'rk4'), on the numba backend as one compiled call
+    (`_numba_loops.rk4_step_one`); batches and the reference backend go through
     `dynamics.forward_dynamics` four times."""
     if dynamics.get_backend() != 'reference':
         result = _rk4_generated(model, q, qd, tau, dt)
@@ -37,8 +38,10 @@ def rk4_step(model, q, qd, tau, dt):
 
 def _rk4_generated(model, q, qd, tau, dt):
     n = model.n
-    if dynamics.get_backend() == 'numba' and n <= dynamics.NUMBA_MAX_LINKS:
-        return _rk4_numba(model, q, qd, tau, dt)
+    if dynamics.get_backend() == 'numba':
+        if type(dt) not in (float, int):
+            return None
+        return _numba_loops.rk4_step_one(model, q, qd, tau, float(dt))
     values = [dynamics._floats(n, x) for x in (q, qd, tau)]
     if None in values or type(dt) not in (float, int):
         return None
@@ -53,18 +56,6 @@ def _rk4_generated(model, q, qd, tau, dt):
     if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
         return None
     return np.array(q_next), np.array(qd_next)
-
-
-def _rk4_numba(model, q, qd, tau, dt):
-    if type(dt) not in (float, int):
-        return None
-    out = np.empty((2, model.n))
-    try:          # C-contiguous float64 (n,) arrays only; anything else: the general path
-        finite = _fast_numba.kernel(model, 'rk4_one')(q, qd, tau, float(dt),
-                                                      _fast_numba.body_array(model), out)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-    return (out[0], out[1]) if finite else None
 
 
 def semi_implicit_euler_step(model, q, qd, tau, dt):
