@@ -140,6 +140,8 @@ class Graph:
             return self.add(a, b.args[0])
         if _is_const(b):
             return self.add(a, -float(b))
+        if isinstance(a, Sym) and a.op == 'neg':        # −x − b = −(x + b): the sign moves up
+            return self.neg(self.add(a.args[0], b))
         return self._node('-', a, b)
 
     def neg(self, a):
@@ -179,6 +181,10 @@ class Graph:
             return self.mul(a, 1.0 / float(b))
         if _is_const(a) and a == 0.0:
             return 0.0
+        if isinstance(a, Sym) and a.op == 'neg':
+            return self.neg(self.div(a.args[0], b))
+        if b.op == 'neg':
+            return self.neg(self.div(a, b.args[0]))
         return self._node('/', a, b)
 
     def call(self, name, a):
@@ -769,7 +775,7 @@ def inertia_to_parent(L, frame, inertia):
 def trace_aba(g, model, q, qd, tau, wrench=None):
     """Articulated-body algorithm (Featherstone, RBDA Table 7.1), traced on the graph;
     the same passes as `algorithms.aba` with friction and armature of the model."""
-    links = links_of(model, g)
+    links = regroup(links_of(model, g))
     n = len(links)
     frames, cbias, IA, pA = [], [], [], []
     ang, lin = [0.0] * 3, [0.0] * 3
