@@ -652,19 +652,26 @@ def omega_matrix(w, wd):
 
 def rnea_choices(model, **kwargs):
     """Per link, whether the centre-of-mass form of the body wrench is cheaper than the
-    origin form (fewest multiplications, then additions), by coordinate search; models
-    with more than 8 links keep the centre-of-mass form everywhere (the search is O(n²))."""
+    origin form (fewest multiplications, then additions), by coordinate search over the
+    bodies that keep a mass after `regroup`; models with more than 8 links keep the
+    centre-of-mass form wherever there is one (the search is O(n²))."""
     n = model.n
     best = [True] * n
     if n > 8:
         return best
     cost = _traced_cost(model, best, **kwargs)
-    for i in range(n):
+    for i in _bodies_with_mass(model):
         trial = best[:i] + [not best[i]] + best[i + 1:]
         trial_cost = _traced_cost(model, trial, **kwargs)
         if trial_cost < cost:
             best, cost = trial, trial_cost
     return best
+
+
+def _bodies_with_mass(model):
+    """The bodies that keep a mass after `regroup` (so have a centre-of-mass form): the
+    last body and prismatic ones."""
+    return [i for i, L in enumerate(regroup(links_of(model))) if L.c is not None]
 
 
 def _traced_cost(model, com_form, velocity=True, acceleration=True, joint_terms=True):
