@@ -195,6 +195,50 @@ class Graph:
         return self._node(name, a)
 
 
+def settle_signs(outputs):
+    """The outputs with a leading negation −x rewritten, where x allows it, as x with its
+    sign pushed into a constant or a subtraction (−(a − b) = b − a, −(a + b) = (−a) − b,
+    −(a c) = a (−c)), only through nodes that nothing else reads (no duplicated work)."""
+    needed = _reachable(outputs)
+    uses = dict.fromkeys(needed, 0)
+    for node in needed:
+        for arg in node.args:
+            if isinstance(arg, Sym):
+                uses[arg] += 1
+    for out in outputs:
+        if isinstance(out, Sym):
+            uses[out] += 1
+    settled = []
+    for out in outputs:
+        flipped = None
+        if isinstance(out, Sym) and out.op == 'neg' and uses[out] == 1:
+            flipped = _flipped(out.args[0], uses)
+        settled.append(out if flipped is None else flipped)
+    return settled
+
+
+def _flipped(x, uses):
+    """−x without a unary minus, or None (x and what it rewrites are read only once)."""
+    if _is_const(x):
+        return -float(x)
+    if uses.get(x, 0) != 1 or x.op not in ('-', '+', '*'):
+        return None
+    g, a, b = x.graph, x.args[0], x.args[1]
+    if x.op == '-':
+        return g.sub(b, a)
+    if x.op == '*':
+        for this, other in ((b, a), (a, b)):
+            negated = _flipped(this, uses)
+            if negated is not None:
+                return g.mul(other, negated)
+        return None
+    for this, other in ((a, b), (b, a)):
+        negated = _flipped(this, uses)
+        if negated is not None:
+            return g.sub(negated, other)
+    return None
+
+
 def _sign(x):
     """np.sign for one float: 0 at 0, NaN stays NaN."""
     return (x > 0.0) - (x < 0.0) if x == x else x
@@ -619,7 +663,7 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
         f1 = rot_z(c, s, f)
         n1 = vadd(rot_z(c, s, nm), cross(p, f1))
         f, nm = matvec(L.R0, f1), matvec(L.R0, n1)
-    return tau
+    return settle_signs(tau)
 
 
 def euler_moment(J, d, w, wd, U):
@@ -838,7 +882,7 @@ def trace_aba(g, model, q, qd, tau, wrench=None):
             lin = [lin[0], lin[1], lin[2] + qdd[i]]
         else:
             ang = [ang[0], ang[1], ang[2] + qdd[i]]
-    return qdd
+    return settle_signs(qdd)
 
 
 # ---------------------------------------------------------------------- kernels
