@@ -620,7 +620,8 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
     first moment h = m c, about the origin (F = m v̇ + U h, N = I_o ω̇ + ω×(I_o ω) + h×v̇);
     `com_form[i]` chooses (the generator picks the cheaper per link). Backward pass
     f = F + f_child, n = N + n_child (+ c×F); τ = n_z or f_z (eq. 2-6). Zeros in q̇, q̈
-    (bias, gravity kernels) are passed as the constant 0.0 and fold away."""
+    (bias, gravity kernels) are passed as the constant 0.0 and fold away. The bodies are
+    those of `regroup` (same torques, most bodies massless), the moments `euler_moment`."""
     links = regroup(links_of(model, g))
     n = len(links)
     com_form = [True] * n if com_form is None else com_form
