@@ -140,6 +140,8 @@ class Graph:
             return self.add(a, b.args[0])
         if _is_const(b):
             return self.add(a, -float(b))
+        if isinstance(a, Sym) and a.op == 'neg':        # −x − b = −(x + b): the sign moves up
+            return self.neg(self.add(a.args[0], b))
         return self._node('-', a, b)
 
     def neg(self, a):
@@ -179,6 +181,10 @@ class Graph:
             return self.mul(a, 1.0 / float(b))
         if _is_const(a) and a == 0.0:
             return 0.0
+        if isinstance(a, Sym) and a.op == 'neg':
+            return self.neg(self.div(a.args[0], b))
+        if b.op == 'neg':
+            return self.neg(self.div(a, b.args[0]))
         return self._node('/', a, b)
 
     def call(self, name, a):
@@ -187,6 +193,50 @@ class Graph:
             value = {'sin': math.sin, 'cos': math.cos, 'sign': _sign}[name](float(a))
             return _snap(value) if name != 'sign' else float(value)
         return self._node(name, a)
+
+
+def settle_signs(outputs):
+    """The outputs with a leading negation −x rewritten, where x allows it, as x with its
+    sign pushed into a constant or a subtraction (−(a − b) = b − a, −(a + b) = (−a) − b,
+    −(a c) = a (−c)), only through nodes that nothing else reads (no duplicated work)."""
+    needed = _reachable(outputs)
+    uses = dict.fromkeys(needed, 0)
+    for node in needed:
+        for arg in node.args:
+            if isinstance(arg, Sym):
+                uses[arg] += 1
+    for out in outputs:
+        if isinstance(out, Sym):
+            uses[out] += 1
+    settled = []
+    for out in outputs:
+        flipped = None
+        if isinstance(out, Sym) and out.op == 'neg' and uses[out] == 1:
+            flipped = _flipped(out.args[0], uses)
+        settled.append(out if flipped is None else flipped)
+    return settled
+
+
+def _flipped(x, uses):
+    """−x without a unary minus, or None (x and what it rewrites are read only once)."""
+    if _is_const(x):
+        return -float(x)
+    if uses.get(x, 0) != 1 or x.op not in ('-', '+', '*'):
+        return None
+    g, a, b = x.graph, x.args[0], x.args[1]
+    if x.op == '-':
+        return g.sub(b, a)
+    if x.op == '*':
+        for this, other in ((b, a), (a, b)):
+            negated = _flipped(this, uses)
+            if negated is not None:
+                return g.mul(other, negated)
+        return None
+    for this, other in ((a, b), (b, a)):
+        negated = _flipped(this, uses)
+        if negated is not None:
+            return g.sub(negated, other)
+    return None
 
 
 def _sign(x):
@@ -410,6 +460,7 @@ class Link:
         self.Ic = [_tidy(row, scale=np.max(np.abs(Ic))) for row in Ic]
         Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
         self.Io = [_tidy(row, scale=np.max(np.abs(Io))) for row in Io]
+        self.Ic_d, self.Io_d = moment_differences(self.Ic), moment_differences(self.Io)
         self.armature, self.viscous, self.coulomb = armature, viscous, coulomb
 
     def joint(self, g, q):
@@ -448,23 +499,101 @@ def links_of(model, g=None):
         last.h = [g.input(f'b_h{i}') for i in range(3)]
         last.Ic = sym(lambda i, j: g.input(f'b_Ic{i}{j}'))
         last.Io = sym(lambda i, j: g.input(f'b_Io{i}{j}'))
+        last.Ic_d = [g.input(f'b_Icd{i}') for i in range(3)]
+        last.Io_d = [g.input(f'b_Iod{i}') for i in range(3)]
     return links
+
+
+def regroup(links):
+    """Base inertial parameters, exact for the joint torques ([KHA] Khalil & Kleinfinger's
+    regrouping, seed 001 §6): a revolute joint cannot move a rod on its own axis (mass m,
+    first moment h_z, inertia diag(A, A, 0) about the origin: invariant under Rz and
+    orthogonal to the joint axis), a prismatic joint cannot turn a pure rotational inertia;
+    that part of body j is moved to body j−1 (to the fixed base, i.e. dropped, for j = 0),
+    which leaves the Lagrangian and so every τ unchanged, not the internal wrenches. From the
+    tip down, in place on the float links; the last body (runtime parameters) is kept.
+    Regrouped revolute bodies have m = 0 and h_z = 0 and one diagonal inertia less."""
+    for j in range(len(links) - 2, -1, -1):
+        L = links[j]
+        m, h, Io = L.m, np.array(L.h), np.array(L.Io)
+        if L.prismatic:
+            moved = (0.0, np.zeros(3), Io)
+            L.Io = [[0.0] * 3 for _ in range(3)]
+        else:
+            A = _rod_inertia(Io)
+            moved = (m, np.array([0.0, 0.0, h[2]]), np.diag([A, A, 0.0]))
+            L.m, L.h = 0.0, [L.h[0], L.h[1], 0.0]
+            L.Io = _tidy_matrix(Io - moved[2])
+        if j > 0:
+            _add_body(links[j - 1], L, *moved)
+        _body_forms(L)
+    return links
+
+
+def _rod_inertia(Io):
+    """The A of the rod moved off a revolute body: the value that leaves most zeros among
+    the remaining diagonal inertias and their differences (first candidate on ties)."""
+    scale = np.max(np.abs(Io)) * _SNAP
+
+    def zeros(A):
+        xx, yy, zz = Io[0, 0] - A, Io[1, 1] - A, Io[2, 2]
+        return sum(abs(v) <= scale for v in (xx, yy, zz - yy, xx - zz))
+    candidates = (Io[0, 0], Io[1, 1], Io[1, 1] - Io[2, 2], Io[0, 0] - Io[2, 2])
+    return max(candidates, key=zeros)
+
+
+def _add_body(P, L, m, h, Io):
+    """Adds to body P the body (m, h, Io; axes and origin of L's frame at q = 0) rigidly."""
+    R = np.array(L.R0) @ _rz(L.theta0)
+    t = np.array(L.R0) @ np.array([L.pl[0], L.pl[1], L.pl[2] + L.d0])
+    hr = R @ h
+    Io_p = (R @ Io @ R.T + m * (float(t @ t) * np.eye(3) - np.outer(t, t))
+            + 2.0 * float(t @ hr) * np.eye(3) - np.outer(t, hr) - np.outer(hr, t))
+    P.m = P.m + m
+    P.h = _tidy(np.array(P.h) + hr + m * t)
+    P.Io = _tidy_matrix(np.array(P.Io) + Io_p)
+
+
+def _rz(theta):
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _tidy_matrix(M):
+    scale = np.max(np.abs(M))
+    return [_tidy(row, scale=scale) for row in M]
+
+
+def _body_forms(L):
+    """Centre of mass, centroidal inertia and the diagonal differences of a float body
+    from its mass, first moment and origin inertia (c = Ic = None if massless)."""
+    L.Io_d = moment_differences(L.Io)
+    if L.m == 0.0:
+        L.c = L.Ic = L.Ic_d = None
+        return
+    c = np.array(L.h) / L.m
+    Ic = np.array(L.Io) - L.m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    L.c, L.Ic = _tidy(c), _tidy_matrix(Ic)
+    L.Ic_d = moment_differences(L.Ic)
 
 
 _UPPER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 BODY = (('b_m',) + tuple(f'b_c{i}' for i in range(3)) + tuple(f'b_h{i}' for i in range(3))
-        + tuple(f'b_Ic{i}{j}' for i, j in _UPPER) + tuple(f'b_Io{i}{j}' for i, j in _UPPER))
+        + tuple(f'b_Ic{i}{j}' for i, j in _UPPER) + tuple(f'b_Io{i}{j}' for i, j in _UPPER)
+        + tuple(f'b_Icd{i}' for i in range(3)) + tuple(f'b_Iod{i}' for i in range(3)))
 
 
 def last_body(model):
     """{name in BODY: float} of the model's last body (payload merged, body frame n):
     mass m, centre of mass c, first moment h = m c, centroidal inertia Ic and the inertia
-    about the body origin Io = Ic + m (c·c 1 − c cᵀ) (parallel axes)."""
+    about the body origin Io = Ic + m (c·c 1 − c cᵀ) (parallel axes), and the differences
+    of their diagonals that `euler_moment` uses (Icd, Iod)."""
     chain = model.chain
     m, c, Ic = float(chain.mass[-1]), np.asarray(chain.com[-1]), np.asarray(chain.inertia[-1])
     Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
     values = [m] + c.tolist() + (m * c).tolist()
     values += [float(Ic[i, j]) for i, j in _UPPER] + [float(Io[i, j]) for i, j in _UPPER]
+    values += moment_differences(Ic.tolist()) + moment_differences(Io.tolist())
     return dict(zip(BODY, values))
 
 
@@ -491,10 +620,12 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
     first moment h = m c, about the origin (F = m v̇ + U h, N = I_o ω̇ + ω×(I_o ω) + h×v̇);
     `com_form[i]` chooses (the generator picks the cheaper per link). Backward pass
     f = F + f_child, n = N + n_child (+ c×F); τ = n_z or f_z (eq. 2-6). Zeros in q̇, q̈
-    (bias, gravity kernels) are passed as the constant 0.0 and fold away."""
-    links = links_of(model, g)
+    (bias, gravity kernels) are passed as the constant 0.0 and fold away. The bodies are
+    those of `regroup` (same torques, most bodies massless), the moments `euler_moment`."""
+    links = regroup(links_of(model, g))
     n = len(links)
     com_form = [True] * n if com_form is None else com_form
+    com_form = [form and L.c is not None for form, L in zip(com_form, links)]
     gravity = model.gravity if gravity is None else gravity
     w, wd, vd = [0.0] * 3, [0.0] * 3, [-float(x) for x in gravity]
     U = [[0.0] * 3 for _ in range(3)]
@@ -512,10 +643,10 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
         U = omega_matrix(w, wd)
         if com_form[i]:
             F = vscale(L.m, vadd(vd, matvec(U, L.c)))
-            N = vadd(matvec(L.Ic, wd), gyroscopic(L.Ic, w))
+            N = euler_moment(L.Ic, L.Ic_d, w, wd, U)
         else:
             F = vadd(vscale(L.m, vd), matvec(U, L.h))
-            N = vadd(vadd(matvec(L.Io, wd), gyroscopic(L.Io, w)), cross(L.h, vd))
+            N = vadd(euler_moment(L.Io, L.Io_d, w, wd, U), cross(L.h, vd))
         frames.append((c, s, p))
         wrenches.append((F, N))
     f, nm = tip_wrench(model, wrench) if wrench is not None else ([0.0] * 3, [0.0] * 3)
@@ -533,20 +664,26 @@ def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True
         f1 = rot_z(c, s, f)
         n1 = vadd(rot_z(c, s, nm), cross(p, f1))
         f, nm = matvec(L.R0, f1), matvec(L.R0, n1)
-    return tau
+    return settle_signs(tau)
 
 
-def gyroscopic(J, w):
-    """ω × (J ω) of a symmetric J from the products ωᵢωⱼ that `omega_matrix` forms too:
-    x = (J₂₂ − J₁₁) ω₁ω₂ + J₁₂ (ω₁² − ω₂²) + J₀₂ ω₀ω₁ − J₀₁ ω₀ω₂, y and z cyclically
-    (12 products for a general J instead of 15, 3 for a diagonal one instead of 9)."""
-    ww = [[w[i] * w[j] for j in range(3)] for i in range(3)]
+def euler_moment(J, d, w, wd, U):
+    """J ω̇ + ω × (J ω) of a symmetric J from the entries of U = ω̇× + ω×ω× (`omega_matrix`,
+    whose products ωᵢωⱼ it shares): with (i, j, k) cyclic,
+    Nᵢ = Jᵢᵢ ω̇ᵢ + Jᵢₖ Uⱼᵢ − Jᵢⱼ Uₖᵢ + dᵢ ωⱼωₖ + Jⱼₖ (ωⱼ² − ωₖ²), dᵢ = Jₖₖ − Jⱼⱼ
+    (`d`, given so that constant or runtime differences are formed once): 15 products for a
+    general J instead of 21 for J ω̇ plus the gyroscopic term, 6 for a diagonal one."""
     out = []
     for i in range(3):
         j, k = (i + 1) % 3, (i + 2) % 3
-        out.append((J[k][k] - J[j][j]) * ww[j][k] + J[j][k] * (ww[j][j] - ww[k][k])
-                   + J[i][k] * ww[i][j] - J[i][j] * ww[i][k])
+        out.append(J[i][i] * wd[i] + J[i][k] * U[j][i] - J[i][j] * U[k][i]
+                   + d[i] * (w[j] * w[k]) + J[j][k] * (w[j] * w[j] - w[k] * w[k]))
     return out
+
+
+def moment_differences(J):
+    """dᵢ = Jₖₖ − Jⱼⱼ for (i, j, k) cyclic (see `euler_moment`)."""
+    return [J[2][2] - J[1][1], J[0][0] - J[2][2], J[1][1] - J[0][0]]
 
 
 def omega_matrix(w, wd):
@@ -560,19 +697,26 @@ def omega_matrix(w, wd):
 
 def rnea_choices(model, **kwargs):
     """Per link, whether the centre-of-mass form of the body wrench is cheaper than the
-    origin form (fewest multiplications, then additions), by coordinate search; models
-    with more than 8 links keep the centre-of-mass form everywhere (the search is O(n²))."""
+    origin form (fewest multiplications, then additions), by coordinate search over the
+    bodies that keep a mass after `regroup`; models with more than 8 links keep the
+    centre-of-mass form wherever there is one (the search is O(n²))."""
     n = model.n
     best = [True] * n
     if n > 8:
         return best
     cost = _traced_cost(model, best, **kwargs)
-    for i in range(n):
+    for i in _bodies_with_mass(model):
         trial = best[:i] + [not best[i]] + best[i + 1:]
         trial_cost = _traced_cost(model, trial, **kwargs)
         if trial_cost < cost:
             best, cost = trial, trial_cost
     return best
+
+
+def _bodies_with_mass(model):
+    """The bodies that keep a mass after `regroup` (so have a centre-of-mass form): the
+    last body and prismatic ones."""
+    return [i for i, L in enumerate(regroup(links_of(model))) if L.c is not None]
 
 
 def _traced_cost(model, com_form, velocity=True, acceleration=True, joint_terms=True):
@@ -683,7 +827,7 @@ def inertia_to_parent(L, frame, inertia):
 def trace_aba(g, model, q, qd, tau, wrench=None):
     """Articulated-body algorithm (Featherstone, RBDA Table 7.1), traced on the graph;
     the same passes as `algorithms.aba` with friction and armature of the model."""
-    links = links_of(model, g)
+    links = regroup(links_of(model, g))
     n = len(links)
     frames, cbias, IA, pA = [], [], [], []
     ang, lin = [0.0] * 3, [0.0] * 3
@@ -739,7 +883,7 @@ def trace_aba(g, model, q, qd, tau, wrench=None):
             lin = [lin[0], lin[1], lin[2] + qdd[i]]
         else:
             ang = [ang[0], ang[1], ang[2] + qdd[i]]
-    return qdd
+    return settle_signs(qdd)
 
 
 # ---------------------------------------------------------------------- kernels

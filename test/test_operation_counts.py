@@ -3,10 +3,12 @@ PUMA 560 inverse dynamics stays far below the seeds' general recursions (seed 00
 108n − 12 = 636 multiplications at n = 6; [LEE] Table 2: 690; [ANG] (7.43): 800)."""
 
 import math
+import os
+import warnings
 
 import numpy as np
 import pytest
-from conftest import random_chain_params
+from conftest import REPO, random_chain_params
 
 from robot_dynamics import codegen, dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
@@ -80,3 +82,28 @@ def test_generated_cost_grows_linearly_with_the_number_of_links():
         per_link_short = (counts[18][name] - counts[9][name]) / 9.0
         per_link_long = (counts[36][name] - counts[18][name]) / 18.0
         assert per_link_long <= 1.05 * per_link_short, (name, counts)
+
+
+def test_regrouped_parameters_need_fewer_operations(monkeypatch):
+    """Regrouping the inertial parameters (codegen.regroup) pays on every arm preset: fewer
+    multiplications and additions than Newton–Euler on the bodies as given."""
+    models = {'puma560': puma560()}
+    for name in ('panda', 'stanford', 'sasaki6'):
+        models[name] = load_preset(name)
+    counts = {}
+    for regrouped in (True, False):
+        if not regrouped:
+            monkeypatch.setattr(codegen, 'regroup', lambda links: links)
+        for name, model in models.items():
+            model.__dict__.pop('_kernel_code', None)
+            c = codegen.operation_counts(codegen.source(model, 'rnea'))
+            counts[name, regrouped] = (c['mul'], c['add'])
+    for name in models:
+        assert counts[name, True][0] < counts[name, False][0], counts
+        assert counts[name, True][1] < counts[name, False][1], counts
+
+
+def load_preset(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ModelWarning)
+        return RobotModel.from_yaml(os.path.join(REPO, 'config', f'{name}.yaml'))
