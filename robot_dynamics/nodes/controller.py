@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import JointState
@@ -186,6 +186,9 @@ class ComputedTorqueController(Node):
             self, 'gains.kd', [20.0] * n, 'velocity gains per joint, acceleration level '
             '[1/s]; >= 0; critical damping: kd = 2 sqrt(kp)'), n)
         self.law = ComputedTorqueLaw(self.model, kp, kd)
+        zero = np.zeros(n)
+        self.law.effort(zero, zero, zero, zero, zero)   # generates the kernels now, not in
+        #                                                 the first control cycle
         self.effort_limits = effort_limit_vector('effort_limits', declare(
             self, 'effort_limits', None, 'per joint effort limits [N m | N], > 0 and at most '
             'robot.effort_max; empty: robot.effort_max (none given: unlimited)'), self.model)
@@ -254,13 +257,15 @@ class ComputedTorqueController(Node):
 
     def _create_interfaces(self):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10)
+        # No QoS event handlers on the publishers and on the /joint_states subscription:
+        # each is one more entity the executor walks on every wait (issue 6 profile). A
+        # best-effort volatile subscription is compatible with every publisher; a subscriber
+        # incompatible with a reliable publisher warns on its side (rclpy's default).
+        quiet = PublisherEventCallbacks(use_default_callbacks=False)
+        self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10,
+                                                  event_callbacks=quiet)
         self._command_msg = Float64MultiArray()
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
-        # No publisher-side QoS event handlers on the diagnostics and the latched topics:
-        # each is one more entity the executor walks on every wait (issue 6 profile); a
-        # reliable transient-local publisher suits any subscriber, which still warns itself.
-        quiet = PublisherEventCallbacks(use_default_callbacks=False)
         self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
             self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)
             for name in ('reference', 'feedback', 'error', 'output'))
@@ -271,8 +276,9 @@ class ComputedTorqueController(Node):
         self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched,
                                                      event_callbacks=quiet)
         # Best effort hears both reliable and best-effort publishers (ros-conventions §3.2).
-        self.create_subscription(JointState, 'joint_states', self._on_joint_states,
-                                 qos_profile_sensor_data)
+        self.create_subscription(
+            JointState, 'joint_states', self._on_joint_states, qos_profile_sensor_data,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
         self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory,
                                  10)
         if self.control_mode == 'timer':
