@@ -67,6 +67,7 @@ class PlantSimulator(Node):
         #    kernels now (tens of ms), not in the first tick after the loop closed
         self._tau_command = np.zeros(n)
         self._tau_applied = np.zeros(n)
+        self._clipped = None                 # (command, model, clipped command, joints)
         self._command_time = -math.inf       # plant time of the latest command [s]
         self._holding = not self.publish_clock   # free-running: no integration before the
         #                                          first valid command (the arm stays put)
@@ -196,11 +197,14 @@ class PlantSimulator(Node):
             return self.sim_time
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _stamp(self):
-        if self.publish_clock:
-            nanoseconds = self._steps * round(self.dt * 1e9)
-            return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
-        return self.get_clock().now().to_msg()
+    def _stamp(self, now=None):
+        """The state's stamp: simulated time, or `now` [s of node clock] if given."""
+        if self.publish_clock or now is None:
+            nanoseconds = (self._steps * round(self.dt * 1e9) if self.publish_clock
+                           else self.get_clock().now().nanoseconds)
+        else:
+            nanoseconds = round(now * 1e9)
+        return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
     # ------------------------------------------------------------------ callbacks
 
@@ -212,8 +216,8 @@ class PlantSimulator(Node):
                 'command ignored', throttle_duration_sec=THROTTLE)
             return
         tau = np.array(data, dtype=float)
-        bad = np.flatnonzero(~np.isfinite(tau))
-        if bad.size:
+        if not np.isfinite(tau).all():
+            bad = np.flatnonzero(~np.isfinite(tau))
             self.get_logger().warning(
                 f'{self.command_topic}: data[{bad[0]}] (joint {self.joints[bad[0]]}) is not '
                 'finite; command ignored', throttle_duration_sec=THROTTLE)
@@ -250,9 +254,10 @@ class PlantSimulator(Node):
 
     # ------------------------------------------------------------------ the plant
 
-    def effort(self):
-        """The held command if fresh (else zero), clipped to robot.effort_max."""
-        age = self._plant_time() - self._command_time
+    def effort(self, now=None):
+        """The held command if fresh at plant time `now` (else zero), clipped to
+        robot.effort_max."""
+        age = (self._plant_time() if now is None else now) - self._command_time
         if self.command_timeout > 0.0 and age > self.command_timeout + 1e-9:
             if np.isfinite(self._command_time):
                 self.get_logger().warning(
@@ -260,15 +265,25 @@ class PlantSimulator(Node):
                     f'{self.command_timeout:g} s: applying zero effort',
                     throttle_duration_sec=THROTTLE)
             return np.zeros(self.model.n)
-        tau = np.clip(self._tau_command, -self.model.effort_max, self.model.effort_max)
-        if np.any(tau != self._tau_command):
+        tau, joints = self._clipped_command()
+        if joints:
             self.clipped_steps += 1
-            joints = [self.joints[i] for i in np.flatnonzero(tau != self._tau_command)]
             self.get_logger().warning(
                 f'effort command clipped to robot.effort_max on {joints} ({self.clipped_steps}'
                 ' ticks so far); /joint_states effort shows what was applied',
                 throttle_duration_sec=THROTTLE)
         return tau
+
+    def _clipped_command(self):
+        """(the held command clipped to robot.effort_max, the joints it clips): computed
+        once per command and model, not every tick."""
+        command, model = self._tau_command, self.model
+        cached = self._clipped
+        if cached is None or cached[0] is not command or cached[1] is not model:
+            tau = np.clip(command, -model.effort_max, model.effort_max)
+            joints = [self.joints[i] for i in np.flatnonzero(tau != command)]
+            self._clipped = cached = (command, model, tau, joints)
+        return cached[2], cached[3]
 
     def _free_running_tick(self):
         """Integrate the ticks due by now on the steady clock (catching up, at most
@@ -384,13 +399,15 @@ class PlantSimulator(Node):
         if self.stopped:
             return
         self._take_new_model()
-        tau = self.effort()
+        now = self._plant_time()
+        tau = self.effort(now)
         q, qd = self.q, self.qd
         for _ in range(self.steps_per_tick * ticks):
             q, qd = self._step(self.model, q, qd, tau, self.dt)
-        bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
-                             | ~(np.abs(qd) <= self.divergence_velocity))
-        if bad.size:
+        # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
+        if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
+            bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
+                                 | ~(np.abs(qd) <= self.divergence_velocity))
             self.stopped = True
             self._timer.cancel()
             self.get_logger().error(
@@ -401,10 +418,12 @@ class PlantSimulator(Node):
             return
         self.q, self.qd, self._tau_applied = q, qd, tau
         self._steps += self.steps_per_tick * ticks
-        self._publish()
+        self._publish(now)
 
-    def _publish(self):
-        stamp = self._stamp()
+    def _publish(self, now=None):
+        """/clock (with publish_clock) and the state, stamped with simulated time or with
+        the node clock at `now` (free-running: read once per tick)."""
+        stamp = self._stamp(now)
         if self._clock_pub is not None:
             self._clock_pub.publish(ClockMsg(clock=stamp))
         msg = self._state_msg
