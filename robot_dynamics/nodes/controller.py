@@ -616,5 +616,6 @@ def main(args=None):
     """Entry point `controller`: exits 1 with one log line on a bad parameter file."""
     return run(ComputedTorqueController, NODE_NAME, args, spin)
 
+
 if __name__ == '__main__':
     sys.exit(main())

@@ -6,10 +6,15 @@ is published on /joint_states (position, velocity, the effort actually applied) 
 1/publish_rate s of simulated time.
 
 Time: with publish_clock false the plant runs free on the wall clock and stamps with the
-node clock: tick k is due at start + k·tick_period (steady clock); a timer callback
-integrates every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and
-publishes the last state. A tick processed more than one tick_period after it was due is
-counted as late (`loop_statistics`, and a summary line when the node is destroyed).
+node clock: tick k is due at start + k·tick_period (steady clock); each tick integrates
+every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and publishes the last
+state. A tick processed more than one tick_period after it was due is counted as late
+(`loop_statistics`, and a summary line when the node is destroyed). Until the first valid
+command the plant holds its initial state: it publishes it every tick without integrating,
+so the arm does not fall before a controller holds it. The `plant` executable drives these
+ticks with its own loop (`spin_free_running`: sleep to the due time, take the commands,
+tick); a plant spun by another executor has a timer do it, with the ticks due on the
+timer's grid.
 With publish_clock true it owns simulated time: each tick advances exactly
 steps_per_tick·integration_step, publishes /clock, then /joint_states. With lockstep (the
 default) simulated time advances only once the command answering the last published state
@@ -197,13 +202,12 @@ class PlantSimulator(Node):
             return self.sim_time
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _stamp(self, now=None):
-        """The state's stamp: simulated time, or `now` [s of node clock] if given."""
-        if self.publish_clock or now is None:
-            nanoseconds = (self._steps * round(self.dt * 1e9) if self.publish_clock
-                           else self.get_clock().now().nanoseconds)
+    def _stamp(self, clock_ns=None):
+        """The state's stamp: simulated time, else the node clock (`clock_ns` if given)."""
+        if self.publish_clock:
+            nanoseconds = self._steps * round(self.dt * 1e9)
         else:
-            nanoseconds = round(now * 1e9)
+            nanoseconds = self.get_clock().now().nanoseconds if clock_ns is None else clock_ns
         return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
     # ------------------------------------------------------------------ callbacks
@@ -389,8 +393,9 @@ class PlantSimulator(Node):
             stats = self.loop_statistics()
             self.get_logger().info(
                 'free-running loop (closed_loop={closed_loop}): {ticks} ticks, '
-                '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor {real_time_factor:.4f}), {late_ticks} late (> 1 '
-                'period), {dropped_ticks} dropped, {unanswered_states} states unanswered '
+                '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor '
+                '{real_time_factor:.4f}), {late_ticks} late (> 1 period), {dropped_ticks} '
+                'dropped, {unanswered_states} states unanswered '
                 'before the next tick'.format(**stats))
         return super().destroy_node()
 
@@ -399,8 +404,8 @@ class PlantSimulator(Node):
         if self.stopped:
             return
         self._take_new_model()
-        now = self._plant_time()
-        tau = self.effort(now)
+        clock_ns = None if self.publish_clock else self.get_clock().now().nanoseconds
+        tau = self.effort(self.sim_time if clock_ns is None else clock_ns * 1e-9)
         q, qd = self.q, self.qd
         for _ in range(self.steps_per_tick * ticks):
             q, qd = self._step(self.model, q, qd, tau, self.dt)
@@ -418,12 +423,12 @@ class PlantSimulator(Node):
             return
         self.q, self.qd, self._tau_applied = q, qd, tau
         self._steps += self.steps_per_tick * ticks
-        self._publish(now)
+        self._publish(clock_ns)
 
-    def _publish(self, now=None):
+    def _publish(self, clock_ns=None):
         """/clock (with publish_clock) and the state, stamped with simulated time or with
-        the node clock at `now` (free-running: read once per tick)."""
-        stamp = self._stamp(now)
+        the node clock (free-running: `clock_ns`, read once per tick)."""
+        stamp = self._stamp(clock_ns)
         if self._clock_pub is not None:
             self._clock_pub.publish(ClockMsg(clock=stamp))
         msg = self._state_msg
@@ -451,6 +456,7 @@ def spin(node, executor):
 def main(args=None):
     """Entry point `plant`: exits 1 with one log line on a bad parameter file."""
     return run(PlantSimulator, NODE_NAME, args, spin)
+
 
 if __name__ == '__main__':
     sys.exit(main())
