@@ -604,10 +604,12 @@ class ComputedTorqueController(Node):
 
 def spin(node, executor):
     """main()'s loop: the executor until the model exists (it may come on
-    robot_description), then in on_state mode the node's own loop, then the executor."""
+    robot_description), then in on_state mode on the wall clock the node's own loop, then
+    the executor. (With use_sim_time the executor keeps serving /clock with every state.)"""
     while node.model is None and node.context.ok():
         executor.spin_once(timeout_sec=0.1)
-    if node.model is not None and node.control_mode == 'on_state':
+    if (node.model is not None and node.control_mode == 'on_state'
+            and not node.get_parameter('use_sim_time').value):
         node.spin_on_state(executor)
     executor.spin()
 

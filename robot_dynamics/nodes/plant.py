@@ -444,11 +444,13 @@ class PlantSimulator(Node):
 
 def spin(node, executor):
     """main()'s loop: the executor until the model exists (it may come on
-    robot_description), then the free-running loop if the plant runs on the wall clock,
-    then (lock-step, or the integration stopped) the executor again."""
+    robot_description), then the free-running loop if the plant runs on the wall clock
+    (not publish_clock, not use_sim_time), then (lock-step, or the integration stopped)
+    the executor again."""
     while node.model is None and node.context.ok():
         executor.spin_once(timeout_sec=0.1)
-    if node.model is not None and not node.publish_clock:
+    if (node.model is not None and not node.publish_clock
+            and not node.get_parameter('use_sim_time').value):
         node.spin_free_running(executor)
     executor.spin()
 
