@@ -5,21 +5,26 @@
 Every node runs as the shipped executable (`python -m robot_dynamics.nodes.<node>`, its own
 process, spun by its `main()`), with the parameter files the bring-up passes
 (config/puma560.yaml, then config/sim_1khz.yaml), under a private ROS_DOMAIN_ID with
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST. With these settings the controller's `main()` runs
+its on_state loop (a wait set of its two subscriptions) and the plant's its free-running
+loop (sleep to the next tick, take the commands); the relay's `main()` is the plain rclpy
+executor.
 
 1. Reaction latency at 1 kHz input. A probe (this process) publishes /joint_states every
    1 ms and times the answer: the controller's effort command (control_mode on_state,
    diagnostics as configured), or the answer of a bare rclpy relay (`--relay`: subscribe a
    JointState topic, publish its positions as Float64MultiArray, spun by the same `main()`
-   runner as the nodes). Blocks of 250 messages alternate between the two; the first block
-   of each is warm-up. Target: controller median <= 1.25 x relay median.
+   runner as the nodes, with its default spin: `executor.spin()`). Blocks of 250
+   messages alternate between the two; the first block of each is warm-up. Target:
+   controller median <= 1.25 x relay median.
 2. Real-time factor of the shipped bring-up at 1 kHz: plant_simulator (free-running on the
    wall clock, RK4 at 1 ms, /joint_states every 1 ms), computed_torque_controller
    (on_state) and demo_move as separate processes, as `sim.launch.py
    sim_params_file:=config/sim_1khz.yaml use_sim_time:=false` starts them. After
    --duration wall seconds the plant is stopped and prints its loop statistics, counted
-   from the first command (the loop closed): real-time factor = simulated / wall time;
-   a late tick is one processed more than one period (1 ms) after it was due.
+   from the first command (the loop closed; before it the plant holds its initial state):
+   real-time factor = simulated / wall time; tick k is due at start + k ms on the steady
+   clock, and a late tick is one processed more than one period (1 ms) after it was due.
    Targets: real-time factor >= 0.98, late ticks <= 1 %.
 3. The same loop in one process, one executor (the `sim` entry point's lock-step mode, as
    fast as it goes): simulated / wall time.
@@ -265,17 +270,22 @@ def callback_costs(params_file):
             Parameter('publish_rate', value=1000.0)])
         n = controller.model.n
         msg = JointState(name=list(controller.joints), position=[0.1] * n, velocity=[0.0] * n)
-        clock = [0]
+        clock = controller.get_clock()
 
         def cycle():
-            clock[0] += 1_000_000
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(clock[0], 1_000_000_000)
+            # stamped with the node clock, as a live plant does: stamps running ahead of it
+            # (1 ms per call) would end in dropped states and warnings after a second
+            msg.header.stamp = clock.now().to_msg()
             controller._on_joint_states(msg)
 
-        msg.header.stamp.sec = int(time.time())
-        clock[0] = msg.header.stamp.sec * 1_000_000_000
+        command = Float64MultiArray(data=[0.0] * n)
+
+        def tick():
+            plant._on_command(command)      # as a live loop: a fresh command per tick
+            plant._advance()
+
         controller_cost = time_calls(cycle, 300)
-        plant_cost = time_calls(lambda: plant._advance(), 100)
+        plant_cost = time_calls(tick, 100)
         for node in (controller, plant):
             node.destroy_node()
     finally:

@@ -1,16 +1,20 @@
 """The 1 kHz loop's behaviours (README "Performance"): decimated controller diagnostics, the
 command published before them, the controller's known-names fast path, and the plant's
-free-running catch-up with its late/dropped tick counts. Callbacks are called directly (no
-DDS traffic, no timing); the plant's steady clock is replaced by a fake one."""
+free-running mode: ticks due on the timer's grid, catch-up with its late/dropped tick counts,
+holding the initial state until the first command, and the executable's own loop. Callbacks
+are called directly (no timing); the plant's steady clock and timer are replaced by fakes."""
 
 import math
+import threading
 
 import numpy as np
 import pytest
 
 from ros_testing import PUMA, RosHarness, SIM   # noqa: I100 - sets ROS_DOMAIN_ID first
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.nodes import plant as plant_module
 from robot_dynamics.nodes.controller import ComputedTorqueController
@@ -133,17 +137,37 @@ class FakeClock:
         return self.now
 
 
+class FakeTimer:
+    """The plant's wall timer: rcl schedules its next call when it takes the current one."""
+
+    def __init__(self, clock, next_call):
+        self.clock, self.next_call = clock, next_call
+        self.cancelled = False
+
+    def time_until_next_call(self):
+        return round((self.next_call - self.clock.now) * 1e9)     # ns, as rclpy
+
+    def cancel(self):
+        self.cancelled = True
+
+
+HOLD = Float64MultiArray(data=[0.0] * 6)     # any valid command closes the loop
+
+
 @pytest.fixture
 def free_plant(harness, monkeypatch):
     clock = FakeClock(100.0)
     monkeypatch.setattr(plant_module.time, 'monotonic', clock)
     plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
         Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0)]))
+    plant._timer.cancel()
+    plant._timer = FakeTimer(clock, 100.001)    # the call due at 100.000 s was taken
     return plant, clock
 
 
 def test_free_running_plant_on_time_ticks_advance_one_step_each_and_none_is_late(free_plant):
     plant, clock = free_plant
+    plant._on_command(HOLD)
     for k in range(20):
         clock.now = 100.0 + k * 1e-3 + 2e-4           # 0.2 ms of timer jitter
         plant._on_timer()
@@ -151,9 +175,61 @@ def test_free_running_plant_on_time_ticks_advance_one_step_each_and_none_is_late
     assert plant.sim_time == pytest.approx(20 * plant.dt)
 
 
+def test_free_running_ticks_are_due_when_the_timer_is_not_when_its_first_call_ran(
+        free_plant):
+    """The first call runs 0.6 ms late; later calls run 0.05-0.5 ms late. Each is on time for
+    its own tick (due on the timer's grid) and integrates it at once; anchored at the first
+    call's time, the less-late calls would each have deferred their tick by a whole period."""
+    plant, clock = free_plant
+    plant._on_command(HOLD)
+    jitter = [6e-4, 5e-5, 3e-4, 1e-4, 5e-4, 2e-4, 5e-5, 4e-4]
+    for k, late in enumerate(jitter):
+        clock.now = 100.0 + k * 1e-3 + late
+        plant._on_timer()
+        assert plant.ticks == k + 1
+    assert plant.late_ticks == 0 and plant._wall_start == pytest.approx(100.0)
+
+
+def test_a_first_call_more_than_a_period_late_still_puts_the_ticks_on_the_timer_grid(
+        free_plant):
+    """rcl took the call due at 100.000 s (scheduling the next at 100.001 s), but the callback
+    ran 2.5 ms later: tick 0 is due at the last grid point before it, 100.002 s."""
+    plant, clock = free_plant
+    clock.now = 100.0025
+    plant._on_timer()
+    assert plant._wall_start == pytest.approx(100.002)
+
+
+def test_free_running_plant_holds_the_initial_state_until_the_first_command(free_plant):
+    plant, clock = free_plant
+    published = []
+    plant._state_pub = Recorder(published, 'joint_states')
+    q0 = plant.q.copy()
+    for k in range(5):
+        clock.now = 100.0 + k * 1e-3
+        plant._on_timer()
+    assert plant.ticks == 5 and len(published) == 5 and plant.sim_time == 0.0
+    for _, msg in published:                       # the arm does not fall before the loop
+        assert list(msg.position) == q0.tolist() and not any(msg.velocity)
+    plant._on_command(HOLD)                        # zero effort: now it falls
+    clock.now = 100.005
+    plant._on_timer()
+    assert plant.sim_time == pytest.approx(plant.dt)
+    assert not np.array_equal(plant.q, q0) or np.any(plant.qd != 0.0)
+
+
+def test_a_malformed_command_does_not_end_the_hold(free_plant):
+    plant, clock = free_plant
+    plant._on_command(Float64MultiArray(data=[0.0] * 5))
+    plant._on_command(Float64MultiArray(data=[0.0] * 5 + [math.nan]))
+    plant._on_timer()
+    assert plant.sim_time == 0.0
+
+
 def test_free_running_plant_catches_up_ticks_and_counts_those_more_than_a_period_late(
         free_plant):
     plant, clock = free_plant
+    plant._on_command(HOLD)
     clock.now = 100.0
     plant._on_timer()                                # tick 0, due at 100.000
     clock.now = 100.0045
@@ -168,6 +244,7 @@ def test_free_running_plant_catches_up_ticks_and_counts_those_more_than_a_period
 def test_free_running_plant_drops_ticks_beyond_the_catch_up_limit_and_loses_that_time(
         free_plant):
     plant, clock = free_plant
+    plant._on_command(HOLD)
     clock.now = 100.0
     plant._on_timer()
     clock.now = 100.1                                # a 100 ms stall: 100 ticks due
@@ -197,3 +274,26 @@ def test_free_running_plant_counts_states_left_unanswered_and_statistics_start_w
     plant._on_timer()                                # tick 3's state had no answer
     assert plant.loop_statistics()['unanswered_states'] == 1
     assert plant.loop_statistics()['ticks'] == 2
+
+
+def test_the_plant_executables_loop_takes_commands_itself_and_ticks_on_its_own_schedule(
+        harness):
+    """spin_free_running (the `plant` executable's loop): the command published before it
+    starts is taken from the subscription without the executor; the loop integrates after
+    it, and stops when the plant stops."""
+    plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
+        Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0)]))
+    node = harness.add(Node('commander', context=harness.context))
+    publisher = node.create_publisher(Float64MultiArray, plant.command_topic, 10)
+    harness.spin_until(lambda: publisher.get_subscription_count() > 0, 'the plant to subscribe')
+    publisher.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 0.5, 0.25, 0.125]))
+    stop = threading.Timer(0.3, lambda: setattr(plant, 'stopped', True))
+    stop.start()
+    try:
+        plant.spin_free_running(harness.executor)
+    finally:
+        stop.cancel()
+    assert plant._timer.is_canceled()
+    assert plant._tau_command.tolist() == [1.0, 2.0, 3.0, 0.5, 0.25, 0.125]
+    assert plant.ticks > 0 and plant.sim_time > 0.0
+    assert plant.loop_statistics()['closed_loop'] is True

@@ -10,10 +10,11 @@ import functools
 import math
 import sys
 import threading
+import time
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import JointState
@@ -36,6 +37,7 @@ FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are
 LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
                 'constraints.stopped_velocity_tolerance')
 PAYLOAD_KEYS = ('mass', 'com', 'inertia')
+SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
 
 
 def guarded(what):
@@ -186,6 +188,9 @@ class ComputedTorqueController(Node):
             self, 'gains.kd', [20.0] * n, 'velocity gains per joint, acceleration level '
             '[1/s]; >= 0; critical damping: kd = 2 sqrt(kp)'), n)
         self.law = ComputedTorqueLaw(self.model, kp, kd)
+        zero = np.zeros(n)
+        self.law.effort(zero, zero, zero, zero, zero)   # generates the kernels now, not in
+        #                                                 the first control cycle
         self.effort_limits = effort_limit_vector('effort_limits', declare(
             self, 'effort_limits', None, 'per joint effort limits [N m | N], > 0 and at most '
             'robot.effort_max; empty: robot.effort_max (none given: unlimited)'), self.model)
@@ -254,13 +259,15 @@ class ComputedTorqueController(Node):
 
     def _create_interfaces(self):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10)
+        # No QoS event handlers on the publishers and on the /joint_states subscription:
+        # each is one more entity the executor walks on every wait (issue 6 profile). A
+        # best-effort volatile subscription is compatible with every publisher; a subscriber
+        # incompatible with a reliable publisher warns on its side (rclpy's default).
+        quiet = PublisherEventCallbacks(use_default_callbacks=False)
+        self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10,
+                                                  event_callbacks=quiet)
         self._command_msg = Float64MultiArray()
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
-        # No publisher-side QoS event handlers on the diagnostics and the latched topics:
-        # each is one more entity the executor walks on every wait (issue 6 profile); a
-        # reliable transient-local publisher suits any subscriber, which still warns itself.
-        quiet = PublisherEventCallbacks(use_default_callbacks=False)
         self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
             self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)
             for name in ('reference', 'feedback', 'error', 'output'))
@@ -271,12 +278,56 @@ class ComputedTorqueController(Node):
         self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched,
                                                      event_callbacks=quiet)
         # Best effort hears both reliable and best-effort publishers (ros-conventions §3.2).
-        self.create_subscription(JointState, 'joint_states', self._on_joint_states,
-                                 qos_profile_sensor_data)
-        self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory,
-                                 10)
+        self._state_sub = self.create_subscription(
+            JointState, 'joint_states', self._on_joint_states, qos_profile_sensor_data,
+            event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+        self._trajectory_sub = self.create_subscription(
+            JointTrajectory, '~/joint_trajectory', self._on_trajectory, 10)
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
+
+    def spin_on_state(self, executor):
+        """The controller executable's loop in on_state mode, instead of `executor`: wait
+        on the /joint_states and trajectory subscriptions alone, in a wait set made once
+        (rclpy's executor builds one from every entity of the node for each message, ≈ 0.15
+        ms of Python per state here), run the callbacks of what arrived, in arrival order
+        per topic, and let `executor` serve the rest (parameter services) every
+        SERVICE_PERIOD. Returns at shutdown, or at once if this rclpy lacks the wait-set
+        binding (the executor then does all the work)."""
+        try:
+            from rclpy.impl.implementation_singleton import rclpy_implementation
+            wait_set = rclpy_implementation.WaitSet(2, 0, 0, 0, 0, 0, self.context.handle)
+        except (ImportError, AttributeError, TypeError):
+            return
+        topics = ((self._state_sub, JointState, self._on_joint_states),
+                  (self._trajectory_sub, JointTrajectory, self._on_trajectory))
+        serve_at = time.monotonic() + SERVICE_PERIOD
+        while self.context.ok():
+            timeout = serve_at - time.monotonic()
+            if timeout <= 0.0:
+                serve_at += SERVICE_PERIOD * (1 + int(-timeout / SERVICE_PERIOD))
+                executor.spin_once(timeout_sec=0.0)
+                continue
+            try:
+                self._wait_and_take(wait_set, topics, round(timeout * 1e9))
+            except Exception:  # noqa: B902 - rclpy's RCLError on a context shut down meanwhile
+                if self.context.ok():
+                    raise
+                return
+
+    @staticmethod
+    def _wait_and_take(wait_set, topics, timeout_ns):
+        (state_sub, _, _), (trajectory_sub, _, _) = topics
+        with state_sub.handle, trajectory_sub.handle:
+            wait_set.clear_entities()
+            wait_set.add_subscription(state_sub.handle)
+            wait_set.add_subscription(trajectory_sub.handle)
+            wait_set.wait(timeout_ns)
+            for subscription, msg_type, callback in topics:
+                taken = subscription.handle.take_message(msg_type, False)
+                while taken is not None:
+                    callback(taken[0])
+                    taken = subscription.handle.take_message(msg_type, False)
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
@@ -551,9 +602,22 @@ class ComputedTorqueController(Node):
         msg.effort = doubles(effort)
 
 
+def spin(node, executor):
+    """main()'s loop: the executor until the model exists (it may come on
+    robot_description), then in on_state mode on the wall clock the node's own loop, then
+    the executor. (With use_sim_time the executor keeps serving /clock with every state.)"""
+    while node.model is None and node.context.ok():
+        executor.spin_once(timeout_sec=0.1)
+    if (node.model is not None and node.control_mode == 'on_state'
+            and not node.get_parameter('use_sim_time').value):
+        node.spin_on_state(executor)
+    executor.spin()
+
+
 def main(args=None):
     """Entry point `controller`: exits 1 with one log line on a bad parameter file."""
-    return run(ComputedTorqueController, NODE_NAME, args)
+    return run(ComputedTorqueController, NODE_NAME, args, spin)
+
 
 if __name__ == '__main__':
     sys.exit(main())

@@ -6,10 +6,15 @@ is published on /joint_states (position, velocity, the effort actually applied) 
 1/publish_rate s of simulated time.
 
 Time: with publish_clock false the plant runs free on the wall clock and stamps with the
-node clock: tick k is due at start + k·tick_period (steady clock); a timer callback
-integrates every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and
-publishes the last state. A tick processed more than one tick_period after it was due is
-counted as late (`loop_statistics`, and a summary line when the node is destroyed).
+node clock: tick k is due at start + k·tick_period (steady clock); each tick integrates
+every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and publishes the last
+state. A tick processed more than one tick_period after it was due is counted as late
+(`loop_statistics`, and a summary line when the node is destroyed). Until the first valid
+command the plant holds its initial state: it publishes it every tick without integrating,
+so the arm does not fall before a controller holds it. The `plant` executable drives these
+ticks with its own loop (`spin_free_running`: sleep to the due time, take the commands,
+tick); a plant spun by another executor has a timer do it, with the ticks due on the
+timer's grid.
 With publish_clock true it owns simulated time: each tick advances exactly
 steps_per_tick·integration_step, publishes /clock, then /joint_states. With lockstep (the
 default) simulated time advances only once the command answering the last published state
@@ -41,6 +46,7 @@ NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
 RESEND_PERIOD = 0.5   # wall s between re-publications of a state nobody has answered
 MAX_CATCH_UP = 10     # free-running: ticks integrated in one timer callback at most
+SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this often
 
 
 class PlantSimulator(Node):
@@ -62,9 +68,14 @@ class PlantSimulator(Node):
         self._declare_parameters()
         n = self.model.n
         self._step = integration.METHODS[self.method]
+        self._step(self.model, self.q, self.qd, np.zeros(n), self.dt)   # generates the
+        #    kernels now (tens of ms), not in the first tick after the loop closed
         self._tau_command = np.zeros(n)
         self._tau_applied = np.zeros(n)
+        self._clipped = None                 # (command, model, clipped command, joints)
         self._command_time = -math.inf       # plant time of the latest command [s]
+        self._holding = not self.publish_clock   # free-running: no integration before the
+        #                                          first valid command (the arm stays put)
         self._steps = 0                      # simulated time = steps · dt (exact, integer)
         self._started = not (self.publish_clock and self.lockstep)
         self._awaiting_command = False
@@ -85,7 +96,8 @@ class PlantSimulator(Node):
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
                            if self.publish_clock else None)
-        self.create_subscription(Float64MultiArray, self.command_topic, self._on_command, 10)
+        self._command_sub = self.create_subscription(
+            Float64MultiArray, self.command_topic, self._on_command, 10)
         wall_period = self.tick_period
         if self.publish_clock:
             wall_period = (self.tick_period / self.real_time_factor
@@ -190,11 +202,13 @@ class PlantSimulator(Node):
             return self.sim_time
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _stamp(self):
+    def _stamp(self, clock_ns=None):
+        """The state's stamp: simulated time, else the node clock (`clock_ns` if given)."""
         if self.publish_clock:
             nanoseconds = self._steps * round(self.dt * 1e9)
-            return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
-        return self.get_clock().now().to_msg()
+        else:
+            nanoseconds = self.get_clock().now().nanoseconds if clock_ns is None else clock_ns
+        return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
 
     # ------------------------------------------------------------------ callbacks
 
@@ -206,8 +220,8 @@ class PlantSimulator(Node):
                 'command ignored', throttle_duration_sec=THROTTLE)
             return
         tau = np.array(data, dtype=float)
-        bad = np.flatnonzero(~np.isfinite(tau))
-        if bad.size:
+        if not np.isfinite(tau).all():
+            bad = np.flatnonzero(~np.isfinite(tau))
             self.get_logger().warning(
                 f'{self.command_topic}: data[{bad[0]}] (joint {self.joints[bad[0]]}) is not '
                 'finite; command ignored', throttle_duration_sec=THROTTLE)
@@ -215,6 +229,7 @@ class PlantSimulator(Node):
         self._tau_command = tau
         self._command_time = self._plant_time()
         self._answered = True
+        self._holding = False
         if self._closed_at is None and self._wall_start is not None:
             self._closed_at = self._counters()
         if self._awaiting_command or not self._started:
@@ -243,9 +258,10 @@ class PlantSimulator(Node):
 
     # ------------------------------------------------------------------ the plant
 
-    def effort(self):
-        """The held command if fresh (else zero), clipped to robot.effort_max."""
-        age = self._plant_time() - self._command_time
+    def effort(self, now=None):
+        """The held command if fresh at plant time `now` (else zero), clipped to
+        robot.effort_max."""
+        age = (self._plant_time() if now is None else now) - self._command_time
         if self.command_timeout > 0.0 and age > self.command_timeout + 1e-9:
             if np.isfinite(self._command_time):
                 self.get_logger().warning(
@@ -253,22 +269,32 @@ class PlantSimulator(Node):
                     f'{self.command_timeout:g} s: applying zero effort',
                     throttle_duration_sec=THROTTLE)
             return np.zeros(self.model.n)
-        tau = np.clip(self._tau_command, -self.model.effort_max, self.model.effort_max)
-        if np.any(tau != self._tau_command):
+        tau, joints = self._clipped_command()
+        if joints:
             self.clipped_steps += 1
-            joints = [self.joints[i] for i in np.flatnonzero(tau != self._tau_command)]
             self.get_logger().warning(
                 f'effort command clipped to robot.effort_max on {joints} ({self.clipped_steps}'
                 ' ticks so far); /joint_states effort shows what was applied',
                 throttle_duration_sec=THROTTLE)
         return tau
 
+    def _clipped_command(self):
+        """(the held command clipped to robot.effort_max, the joints it clips): computed
+        once per command and model, not every tick."""
+        command, model = self._tau_command, self.model
+        cached = self._clipped
+        if cached is None or cached[0] is not command or cached[1] is not model:
+            tau = np.clip(command, -model.effort_max, model.effort_max)
+            joints = [self.joints[i] for i in np.flatnonzero(tau != command)]
+            self._clipped = cached = (command, model, tau, joints)
+        return cached[2], cached[3]
+
     def _free_running_tick(self):
         """Integrate the ticks due by now on the steady clock (catching up, at most
         MAX_CATCH_UP), count the late and dropped ones, publish once."""
         now = time.monotonic()
         if self._wall_start is None:
-            self._wall_start = self._wall_origin = now
+            self._wall_start = self._wall_origin = self._timer_due(now)
         # 1 % of a period of tolerance: a timer firing on time is never counted as early.
         elapsed = (now - self._wall_start) / self.tick_period
         due = int(elapsed + 0.01) + 1 - self.ticks
@@ -284,7 +310,63 @@ class PlantSimulator(Node):
         if not self._answered:
             self.unanswered_states += 1
         self.ticks += due
+        if self._holding:                 # no command yet: publish the initial state
+            self._publish()
+            return
         self._advance(due)
+
+    def spin_free_running(self, executor):
+        """The plant executable's loop when free-running, instead of the timer: sleep
+        until the next tick is due, take the commands that arrived meanwhile straight from
+        the subscription, tick, and let `executor` serve the rest (parameter services) once
+        every SERVICE_PERIOD. Per tick that is one wake-up and no executor wait-set rebuild
+        (≈ 0.2 ms each in rclpy; with the timer there were two per tick: the timer and the
+        command). Returns when the context shuts down or the integration stopped."""
+        take = getattr(self._command_sub.handle, 'take_message', None)
+        if take is None:                  # an rclpy without it: the timer does the work
+            return
+        self._timer.cancel()
+        if self._wall_start is None:
+            self._wall_start = self._wall_origin = time.monotonic()
+        serve_at = time.monotonic()
+        while self.context.ok() and not self.stopped:
+            delay = self._wall_start + self.ticks * self.tick_period - time.monotonic()
+            if delay > 0.0:
+                time.sleep(delay)
+            try:
+                self._take_commands()
+                self._free_running_tick()
+            except Exception:  # noqa: B902 - rclpy's RCLError on a context shut down meanwhile
+                if self.context.ok():
+                    raise
+                return                    # SIGTERM: rclpy shut the context down
+            now = time.monotonic()
+            if now >= serve_at:
+                serve_at = now + SERVICE_PERIOD
+                executor.spin_once(timeout_sec=0.0)
+
+    def _take_commands(self):
+        """Every command waiting in the subscription's queue, oldest first."""
+        handle = self._command_sub.handle
+        with handle:
+            taken = handle.take_message(Float64MultiArray, False)
+            while taken is not None:
+                self._on_command(taken[0])
+                taken = handle.take_message(Float64MultiArray, False)
+
+    def _timer_due(self, now):
+        """The steady time [s] this timer call was due: the timer's next call (rcl keeps
+        its calls on the grid start + k·period, skipping missed ones) less one period.
+        Tick 0 is due then, so the ticks are due when the timer is, not when this first
+        call happened to run: anchored there, every later call that woke up a little less
+        late than the first looked early and its tick waited a whole period. (A call that
+        runs more than a period after rcl took it gives a negative `until`: the modulo
+        keeps the result on the grid.)"""
+        until = self._timer.time_until_next_call()
+        if until is None:
+            return now
+        period = round(self.tick_period * 1e9)
+        return now - ((-until) % period) * 1e-9
 
     def _counters(self):
         return (time.monotonic(), self._steps, self.ticks, self.late_ticks,
@@ -311,8 +393,9 @@ class PlantSimulator(Node):
             stats = self.loop_statistics()
             self.get_logger().info(
                 'free-running loop (closed_loop={closed_loop}): {ticks} ticks, '
-                '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor {real_time_factor:.4f}), {late_ticks} late (> 1 '
-                'period), {dropped_ticks} dropped, {unanswered_states} states unanswered '
+                '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor '
+                '{real_time_factor:.4f}), {late_ticks} late (> 1 period), {dropped_ticks} '
+                'dropped, {unanswered_states} states unanswered '
                 'before the next tick'.format(**stats))
         return super().destroy_node()
 
@@ -321,13 +404,15 @@ class PlantSimulator(Node):
         if self.stopped:
             return
         self._take_new_model()
-        tau = self.effort()
+        clock_ns = None if self.publish_clock else self.get_clock().now().nanoseconds
+        tau = self.effort(self.sim_time if clock_ns is None else clock_ns * 1e-9)
         q, qd = self.q, self.qd
         for _ in range(self.steps_per_tick * ticks):
             q, qd = self._step(self.model, q, qd, tau, self.dt)
-        bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
-                             | ~(np.abs(qd) <= self.divergence_velocity))
-        if bad.size:
+        # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
+        if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
+            bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
+                                 | ~(np.abs(qd) <= self.divergence_velocity))
             self.stopped = True
             self._timer.cancel()
             self.get_logger().error(
@@ -338,10 +423,12 @@ class PlantSimulator(Node):
             return
         self.q, self.qd, self._tau_applied = q, qd, tau
         self._steps += self.steps_per_tick * ticks
-        self._publish()
+        self._publish(clock_ns)
 
-    def _publish(self):
-        stamp = self._stamp()
+    def _publish(self, clock_ns=None):
+        """/clock (with publish_clock) and the state, stamped with simulated time or with
+        the node clock (free-running: `clock_ns`, read once per tick)."""
+        stamp = self._stamp(clock_ns)
         if self._clock_pub is not None:
             self._clock_pub.publish(ClockMsg(clock=stamp))
         msg = self._state_msg
@@ -355,9 +442,23 @@ class PlantSimulator(Node):
         self._answered = False
 
 
+def spin(node, executor):
+    """main()'s loop: the executor until the model exists (it may come on
+    robot_description), then the free-running loop if the plant runs on the wall clock
+    (not publish_clock, not use_sim_time), then (lock-step, or the integration stopped)
+    the executor again."""
+    while node.model is None and node.context.ok():
+        executor.spin_once(timeout_sec=0.1)
+    if (node.model is not None and not node.publish_clock
+            and not node.get_parameter('use_sim_time').value):
+        node.spin_free_running(executor)
+    executor.spin()
+
+
 def main(args=None):
     """Entry point `plant`: exits 1 with one log line on a bad parameter file."""
-    return run(PlantSimulator, NODE_NAME, args)
+    return run(PlantSimulator, NODE_NAME, args, spin)
+
 
 if __name__ == '__main__':
     sys.exit(main())
