@@ -37,6 +37,7 @@ Kernels (all include the model's armature and friction, like the public function
 
 import ast
 import math
+import re
 import types
 
 import numpy as np
@@ -254,13 +255,56 @@ def _snap(value):
 # ---------------------------------------------------------------------- emission
 
 _BINARY = {'+': '+', '-': '-', '*': '*', '/': '/'}
+_CHUNK_NAMES = 240     # at most this many constants and local names per chunk function
+_INLINE_SPAN = 400     # chunked: single-use nodes read this much later get a variable
+_FLAT_SIZE = 700       # longer chains: chunked if the flat function has more constants
+                       # + names (the cost of EXTENDED_ARG outweighs the hand-over)
+_TUPLE_MAX = 20        # items per tuple passed between chunk functions
+_FLAT_MAX_LINKS = 12   # chains up to this long get one flat function per kernel
 
 
-def emit(name, params, unpack, outputs):
-    """Python source of ``def name(*params)``: unpack lines, then the graph nodes that
-    `outputs` need (single-use nodes inlined), then ``return (outputs...)``. Variable names
-    are reused once their last reader is written, so that even a long chain's function
-    keeps a small frame."""
+class _Line:
+    """One assignment of the schedule: `node` = `text`, where ``$<id>`` stands for the
+    variable of another assigned node (named later); `reads` lists those nodes (with
+    repeats), `inputs` the graph inputs it reads, `consts` its literal constants."""
+
+    __slots__ = ('node', 'text', 'reads', 'inputs', 'consts')
+
+    def __init__(self, node, text, reads, inputs):
+        self.node, self.text, self.reads, self.inputs = node, text, reads, inputs
+        self.consts = set(_CONSTANT.findall(text))
+
+
+_PLACEHOLDER = re.compile(r'\$(\d+)')
+_CONSTANT = re.compile(r'\(-[0-9.e+-]+\)|(?<![\w$])[0-9][0-9.e+-]*')
+
+
+def emit(name, params, sequences, outputs, flat=None):
+    """Python source of ``def name(*params)`` computing the graph nodes that `outputs`
+    need (single-use nodes inlined) and returning ``(outputs...)``; `sequences` maps the
+    parameters that are sequences to their lengths (input ``q3`` is ``q[3]``).
+
+    flat=True: one function that unpacks its sequences, e.g. ``q0, q1, q2, = q``, then
+    runs the straight-line code. Variable names are reused once their last reader is
+    written, so that the frame stays small.
+    flat=False (long chains): the straight-line code is cut into chunk functions
+    ``_name_0, _name_1, ...`` of at most `_CHUNK_NAMES` constants and local names each,
+    so that no bytecode operand needs an EXTENDED_ARG prefix (measured: +16-25 % time per
+    instruction); ``name`` calls them in order and passes each value a later chunk reads
+    from its producer to its consumer as one tuple per (producer, consumer) pair.
+    flat=None: flat unless that function has more than `_FLAT_SIZE` constants and names."""
+    if flat is not False:
+        lines, uses = _schedule(outputs)
+        text, size = _flat(name, params, sequences, outputs, lines, uses)
+        if flat or size <= _FLAT_SIZE:
+            return text
+    lines, uses = _schedule(outputs, _INLINE_SPAN)
+    return _chunked(name, params, sequences, outputs, lines, uses)
+
+
+def _schedule(outputs, span=None):
+    """The assignments computing `outputs`, in graph order, and the number of reads of
+    each assigned node (outputs count 2 more, so that their variables are never reused)."""
     needed = _reachable(outputs)
     uses = dict.fromkeys(needed, 0)
     for node in needed:
@@ -270,30 +314,184 @@ def emit(name, params, unpack, outputs):
     for out in outputs:
         if isinstance(out, Sym):
             uses[out] += 2
-    names, depth, refs, lines = {}, {}, {}, []
-    free, count = [], 0
+    user = {a: node for node in needed for a in node.args if isinstance(a, Sym)}
+    texts, depth, refs, ins, lines = {}, {}, {}, {}, []
     for node in sorted(needed, key=lambda s: s.id):
         if node.op == 'in':
-            names[node], depth[node], refs[node] = node.args[0], 0, []
+            texts[node], depth[node], refs[node], ins[node] = node.args[0], 0, [], [node]
             continue
-        text, level = _expression(node, names, depth)
+        text, level = _expression(node, texts, depth)
         read = [r for a in node.args if isinstance(a, Sym) for r in refs[a]]
-        if uses[node] > 1 or level > _INLINE_DEPTH:
-            for var in read:
-                uses[var] -= 1
-                if uses[var] == 0:
-                    free.append(names[var])
-            if free:
-                target = free.pop()
-            else:
-                target, count = f't{count}', count + 1
-            lines.append(f'    {target} = {text}')
-            names[node], depth[node], refs[node] = target, 0, [node]
+        inputs = [r for a in node.args if isinstance(a, Sym) for r in ins[a]]
+        far = span is not None and node in user and user[node].id - node.id > span
+        if uses[node] > 1 or level > _INLINE_DEPTH or (far and len(set(read)) > 1):
+            lines.append(_Line(node, text, read, inputs))
+            texts[node], depth[node], refs[node], ins[node] = f'${node.id}', 0, [node], []
         else:
-            names[node], depth[node], refs[node] = text, level, read
-    head = [f'def {name}({", ".join(params)}):'] + [f'    {line}' for line in unpack]
-    result = ', '.join(_text(out, names) for out in outputs)
-    return '\n'.join(head + lines + [f'    return ({result},)']) + '\n'
+            texts[node], depth[node], refs[node], ins[node] = text, level, read, inputs
+    return lines, uses
+
+
+def _named(text, names):
+    return _PLACEHOLDER.sub(lambda m: names[int(m.group(1))], text)
+
+
+class _Names:
+    """Variable names of one function: t0, t1, ...; a name is free again once the last
+    reader of its value is written."""
+
+    def __init__(self):
+        self.of, self.free, self.count = {}, [], 0
+
+    def fresh(self):
+        self.count += 1
+        return f't{self.count - 1}'
+
+    def assign(self, line, uses):
+        for var in line.reads:
+            uses[var] -= 1
+            if uses[var] == 0 and var.id in self.of:
+                self.free.append(self.of[var.id])
+        target = self.free.pop() if self.free else self.fresh()
+        self.of[line.node.id] = target
+        return f'    {target} = {_named(line.text, self.of)}'
+
+
+def _flat(name, params, sequences, outputs, lines, uses):
+    names = _Names()
+    body = [names.assign(line, uses) for line in lines]
+    unpack = [f'    {", ".join(f"{s}{i}" for i in range(n))}, = {s}'
+              for s, n in sequences.items()]
+    result = ', '.join(_output_text(out, names.of) for out in outputs)
+    text = '\n'.join([f'def {name}({", ".join(params)}):'] + unpack + body
+                      + [f'    return ({result},)']) + '\n'
+    size = len(set().union(*(line.consts for line in lines))) + names.count + len(params)
+    return text, size + sum(sequences.values())
+
+
+class _Chunk:
+    """One chunk function of `_chunked`: its lines, names, constants, the values it
+    imports from earlier chunks and the graph inputs it reads."""
+
+    def __init__(self, index):
+        self.index, self.names, self.lines = index, _Names(), []
+        self.consts, self.imports, self.inputs = set(), {}, set()
+
+    def growth(self, line, defined):
+        """Constants and names this chunk has after taking `line` (an upper bound)."""
+        imports = {v.id for v in line.reads if defined[v.id] != self.index} - set(self.imports)
+        inputs = set(line.inputs) - self.inputs
+        return max(len(self.consts | line.consts),
+                   self.names.count + len(imports) + 1 + len(self.inputs | inputs))
+
+    def take(self, line, uses, defined):
+        for var in line.reads:
+            if defined[var.id] != self.index and var.id not in self.imports:
+                self.imports[var.id] = var
+                self.names.of[var.id] = self.names.fresh()
+        self.inputs.update(line.inputs)
+        self.consts |= line.consts
+        self.lines.append(self.names.assign(line, uses))
+        defined[line.node.id] = self.index
+
+
+def _chunked(name, params, sequences, outputs, lines, uses):
+    defined = {}
+    chunks = [_Chunk(0)]
+    for line in lines:
+        if chunks[-1].lines and chunks[-1].growth(line, defined) > _CHUNK_NAMES:
+            chunks.append(_Chunk(len(chunks)))
+        chunks[-1].take(line, uses, defined)
+    packs = {}                           # (producer, consumer) -> [value id]; None: the caller
+    for chunk in chunks:
+        for ident in chunk.imports:
+            packs.setdefault((defined[ident], chunk.index), []).append(ident)
+    for out in outputs:
+        if isinstance(out, Sym) and out.op != 'in':
+            packs.setdefault((defined[out.id], None), []).append(out.id)
+    scalars = [p for p in params if p not in sequences]
+    calls, functions = [], []
+    for chunk in chunks:
+        head, call = _chunk_signature(name, chunk, packs, sequences, scalars)
+        produced = sorted((k for k in packs if k[0] == chunk.index),
+                          key=lambda k: (k[1] is None, k[1]))
+        results = [_tuple_text([chunk.names.of[v] for v in packs[k]], k[1] is not None)
+                   for k in produced]
+        targets = ', '.join(_pack_name(k) for k in produced)
+        functions.append('\n'.join(head + chunk.lines + [f'    return {", ".join(results)}']))
+        calls.append(f'    {targets} = {call}')
+    top = [f'def {name}({", ".join(params)}):'] + calls
+    top += _chunked_result(outputs, packs, defined)
+    return '\n\n\n'.join(['\n'.join(top)] + functions) + '\n'
+
+
+def _tuple_text(items, nested):
+    """``(a, b, c)``; nested: tuples of more than `_TUPLE_MAX` items as a tuple of such
+    tuples (CPython 3.11 builds longer tuple displays item by item through a list, and
+    keeps only tuples of up to 20 items on its free lists)."""
+    if nested and len(items) > _TUPLE_MAX:
+        groups = [items[i:i + _TUPLE_MAX] for i in range(0, len(items), _TUPLE_MAX)]
+        return f'({", ".join(_tuple_text(g, False) for g in groups)})'
+    return f'({items[0]},)' if len(items) == 1 else f'({", ".join(items)})'
+
+
+def _pack_name(key):
+    producer, consumer = key
+    return f'o{producer}' if consumer is None else f'p{producer}_{consumer}'
+
+
+def _chunk_signature(name, chunk, packs, sequences, scalars):
+    """Head lines (def, unpacking of the packs and the inputs) and the call of a chunk."""
+    inputs = {x.args[0] for x in chunk.inputs}
+    args = [s for s in sequences if any(_element_of(i, s) for i in inputs)]
+    args += [s for s in scalars if s in inputs]
+    received = sorted(k for k in packs if k[1] == chunk.index)
+    args += [_pack_name(k) for k in received]
+    lines = [f'def _{name}_{chunk.index}({", ".join(args)}):']
+    for key in received:
+        values = _tuple_text([chunk.names.of[v] for v in packs[key]], True)
+        lines.append(f'    {values} = {_pack_name(key)}')
+    for s in sequences:
+        used = sorted(int(i[len(s):]) for i in inputs if _element_of(i, s))
+        if used:
+            first, last = used[0], used[-1]
+            targets = ''.join(f'{s}{i}, ' if i in used else '_, '
+                              for i in range(first, last + 1))
+            lines.append(f'    {targets}= {s}[{first}:{last + 1}]')
+    return lines, f'_{name}_{chunk.index}({", ".join(args)})'
+
+
+def _element_of(input_name, sequence):
+    """Whether graph input `input_name` (e.g. 'qd3') is an element of `sequence`."""
+    return input_name.startswith(sequence) and input_name[len(sequence):].isdigit()
+
+
+def _chunked_result(outputs, packs, defined):
+    """The caller's return: ``return (*o3, *o2, ...)`` if the outputs of each chunk are one
+    run of the outputs (in their order), else the result tuples are unpacked first."""
+    keys = _output_keys(outputs, defined)
+    starts = [i for i, k in enumerate(keys) if k is not None and (i == 0 or keys[i - 1] != k)]
+    if len(starts) == len({keys[i] for i in starts}):
+        items = [f'*{_pack_name(keys[i])}' if keys[i] is not None else _output_text(out, {})
+                 for i, out in enumerate(outputs) if keys[i] is None or i in starts]
+        return [f'    return ({", ".join(items)},)']
+    lines, names = [], {}
+    for key in sorted({k for k in keys if k is not None}):
+        names.update((v, f'r{v}') for v in packs[key])
+        lines.append(f'    {"".join(f"r{v}, " for v in packs[key])}= {_pack_name(key)}')
+    return lines + [f'    return ({", ".join(_output_text(o, names) for o in outputs)},)']
+
+
+def _output_keys(outputs, defined):
+    return [(defined[out.id], None) if isinstance(out, Sym) and out.op != 'in' else None
+            for out in outputs]
+
+
+def _output_text(out, names):
+    """An output in a return line: its variable, input name or constant."""
+    if not isinstance(out, Sym):
+        return _text(out, {})
+    return out.args[0] if out.op == 'in' else names[out.id]
 
 
 def _reachable(outputs):
@@ -889,16 +1087,14 @@ def trace_aba(g, model, q, qd, tau, wrench=None):
 # ---------------------------------------------------------------------- kernels
 
 
-def _unpack(names, n, arg):
-    return f'{", ".join(f"{arg}{i}" for i in range(n))}, = {arg}'
-
-
 def _inputs(g, arg, n):
     return [g.input(f'{arg}{i}') for i in range(n)]
 
 
-def source(model, name):
-    """Python source of the generated kernel `name` (one of KERNELS) for this model."""
+def source(model, name, flat=None):
+    """Python source of the generated kernel `name` (one of KERNELS) for this model: one
+    flat function (flat=True; the default for chains of up to `_FLAT_MAX_LINKS` links) or
+    a function calling chunk functions (see `emit`)."""
     n = model.n
     g = Graph()
     if name == 'rk4':
@@ -921,8 +1117,10 @@ def source(model, name):
         out = trace_aba(g, model, q, qd, tau, w)
     else:
         raise ValueError(f'codegen: unknown kernel {name!r}, expected one of {KERNELS}')
-    unpack = [_unpack(params, n if p != 'w' else 6, p) for p in params]
-    return emit(name, params + _body_inputs(out), unpack, out)
+    sequences = {p: 6 if p == 'w' else n for p in params}
+    if flat is None and n <= _FLAT_MAX_LINKS:
+        flat = True
+    return emit(name, params + _body_inputs(out), sequences, out, flat)
 
 
 def _body_inputs(outputs):
@@ -1062,6 +1260,6 @@ def operation_counts(text):
                 counts['div'] += 1
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             counts['neg'] += 1
-        elif isinstance(node, ast.Call):
-            counts['call'] += 1
+        elif isinstance(node, ast.Call) and getattr(node.func, 'id', None) in _SCALAR:
+            counts['call'] += 1                  # (not the calls of chunk functions)
     return counts
