@@ -143,12 +143,3 @@ def test_chunk_functions_need_no_extended_arguments(models):
             code = function.__code__
             assert len(code.co_consts) < 256 and code.co_nlocals < 256
             assert all(i.opname != 'EXTENDED_ARG' for i in dis.get_instructions(code))
-
-
-def test_chains_the_numba_accelerator_takes_stay_flat(rng):
-    """_fast_numba compiles the kernels by name: no chunk functions up to its limit."""
-    model = RobotModel.from_params(random_chain_params(
-        rng, dynamics.NUMBA_MAX_LINKS, 'standard', MASK[:dynamics.NUMBA_MAX_LINKS],
-        friction=True, armature=True, payload=True))
-    for name in codegen.KERNELS:
-        assert not is_chunked(model, name), name
