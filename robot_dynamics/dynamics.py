@@ -151,14 +151,14 @@ def _python_runner(model, name):
 
     def three(a, b, c):
         """The common case (ID, FD) without a loop: ~0.5 µs less per call."""
-        if type(a) is not np.ndarray or type(b) is not np.ndarray \
-                or type(c) is not np.ndarray or a.shape != shape or b.shape != shape \
-                or c.shape != shape or a.dtype is not _F64 or b.dtype is not _F64 \
-                or c.dtype is not _F64:
-            return general(a, b, c)
         try:
+            if a.dtype is not _F64 or b.dtype is not _F64 or c.dtype is not _F64 \
+                    or a.shape != shape or b.shape != shape or c.shape != shape:
+                return general(a, b, c)
             out = fn(a.tolist(), b.tolist(), c.tolist())
-        except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
+        except AttributeError:                       # not arrays: lists, tuples, ...
+            return general(a, b, c)
+        except (ZeroDivisionError, ValueError, TypeError):   # 1/0, sin(inf), odd subclass
             return None
         total = sum(out)
         if total - total != 0.0:                     # NaN or inf somewhere
