@@ -272,10 +272,38 @@ def run(repeats):
         table.add(f'cost growth n = 6 → 100, {what}: time ratio (100/6 = 16.7 is linear)',
                   long / short, None, 20, fast, 20 if fast else None, unit='×',
                   ratio_accelerated=fast)
+    for what in ('ID', 'FD'):
+        plain, fast = marginal(models, what, repeats)
+        table.add(f'marginal cost per link, {what}: (t100 − t50)/50 over (t12 − t6)/6 '
+                  '(1 = linear; our row, not issue 6\'s)', plain, None, 1.2, fast,
+                  None if fast is None else 1.2, unit='×', ratio_accelerated=fast)
     mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
     table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, None,
               250, unit='')
     return table
+
+
+def marginal(models, what, repeats):
+    """(generated, numba or None): the cost of one more link in a long chain
+    (n = 50 -> 100) over that in a short one (n = 6 -> 12), random chains, one state.
+    The 6 -> 100 growth ratio also counts what folds away in the first links of any chain;
+    this one does not."""
+    chains = {n: models.get(f'random n={n}') or random_chain(n) for n in (6, 12, 50, 100)}
+    rng = np.random.default_rng(7)
+    slopes = {}
+    for backend in ('generated', 'numba') if ACCELERATOR else ('generated',):
+        dynamics.set_backend(backend)
+        try:
+            times = {}
+            for n, model in chains.items():
+                a, b, c = state(model, rng)
+                fn = dynamics.inverse_dynamics if what == 'ID' else dynamics.forward_dynamics
+                fn(model, a, b, c)
+                times[n] = paired(lambda: fn(model, a, b, c), lambda: None, repeats)[0]
+        finally:
+            dynamics.set_backend('generated')
+        slopes[backend] = ((times[100] - times[50]) / 50) / ((times[12] - times[6]) / 6)
+    return slopes['generated'], slopes.get('numba')
 
 
 def machine():
