@@ -131,3 +131,32 @@ def dynamics_backend(request):
         yield request.param
     finally:
         dynamics.set_backend(previous)
+
+
+# ---------------------------------------------------------------- fast paths vs reference
+
+FAST_RTOL = 1e-9     # every fast path agrees with the reference algorithms to this
+
+
+def with_backend(name, function, *args, **kwargs):
+    """`function(*args, **kwargs)` with dynamics backend `name`, restored afterwards."""
+    previous = dynamics.get_backend()
+    dynamics.set_backend(name)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        dynamics.set_backend(previous)
+
+
+def assert_same(fast, reference):
+    """Same shape, and equal to FAST_RTOL relative to the reference's largest entry."""
+    fast, reference = np.asarray(fast), np.asarray(reference)
+    assert fast.shape == reference.shape
+    scale = max(1.0, float(np.max(np.abs(reference))))
+    np.testing.assert_allclose(fast, reference, rtol=FAST_RTOL, atol=FAST_RTOL * scale)
+
+
+def both(function, *args, **kwargs):
+    """(generated backend result, reference backend result)."""
+    return (with_backend('generated', function, *args, **kwargs),
+            with_backend('reference', function, *args, **kwargs))

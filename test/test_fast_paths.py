@@ -11,12 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import REPO, preset_paths, random_chain_params, random_state
+from conftest import (REPO, assert_same, both, preset_paths, random_chain_params, random_state,
+                      with_backend)
 
 from robot_dynamics import codegen, dynamics, integration
 from robot_dynamics.model import ModelWarning, RobotModel
 
-RTOL = 1e-9
 
 
 def _preset_models():
@@ -51,27 +51,6 @@ def _random_models():
 
 
 MODELS = _preset_models() + _random_models()
-
-
-def with_backend(name, function, *args, **kwargs):
-    previous = dynamics.get_backend()
-    dynamics.set_backend(name)
-    try:
-        return function(*args, **kwargs)
-    finally:
-        dynamics.set_backend(previous)
-
-
-def assert_same(fast, reference):
-    fast, reference = np.asarray(fast), np.asarray(reference)
-    assert fast.shape == reference.shape
-    scale = max(1.0, float(np.max(np.abs(reference))))
-    np.testing.assert_allclose(fast, reference, rtol=RTOL, atol=RTOL * scale)
-
-
-def both(function, *args, **kwargs):
-    return (with_backend('generated', function, *args, **kwargs),
-            with_backend('reference', function, *args, **kwargs))
 
 
 @pytest.mark.parametrize('model', MODELS)

@@ -8,35 +8,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import random_chain_params, random_state
+from conftest import assert_same, both, random_chain_params, random_state, with_backend
 
 from robot_dynamics import codegen, dynamics, integration
 from robot_dynamics.model import RobotModel
 
-RTOL = 1e-9
 N = 40
 MASK = [i % 5 == 2 for i in range(N)]                  # prismatic joints mixed in
-
-
-def with_backend(name, function, *args, **kwargs):
-    previous = dynamics.get_backend()
-    dynamics.set_backend(name)
-    try:
-        return function(*args, **kwargs)
-    finally:
-        dynamics.set_backend(previous)
-
-
-def assert_same(fast, reference):
-    fast, reference = np.asarray(fast), np.asarray(reference)
-    assert fast.shape == reference.shape
-    scale = max(1.0, float(np.max(np.abs(reference))))
-    np.testing.assert_allclose(fast, reference, rtol=RTOL, atol=RTOL * scale)
-
-
-def both(function, *args, **kwargs):
-    return (with_backend('generated', function, *args, **kwargs),
-            with_backend('reference', function, *args, **kwargs))
 
 
 def long_chain(convention, seed=40):
