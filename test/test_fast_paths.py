@@ -18,7 +18,6 @@ from robot_dynamics import codegen, dynamics, integration
 from robot_dynamics.model import ModelWarning, RobotModel
 
 
-
 def _preset_models():
     models = []
     for path in preset_paths():
