@@ -200,15 +200,7 @@ def settle_signs(outputs):
     """The outputs with a leading negation −x rewritten, where x allows it, as x with its
     sign pushed into a constant or a subtraction (−(a − b) = b − a, −(a + b) = (−a) − b,
     −(a c) = a (−c)), only through nodes that nothing else reads (no duplicated work)."""
-    needed = _reachable(outputs)
-    uses = dict.fromkeys(needed, 0)
-    for node in needed:
-        for arg in node.args:
-            if isinstance(arg, Sym):
-                uses[arg] += 1
-    for out in outputs:
-        if isinstance(out, Sym):
-            uses[out] += 1
+    needed, uses = _use_counts(outputs, 1)
     settled = []
     for out in outputs:
         flipped = None
@@ -305,15 +297,7 @@ def emit(name, params, sequences, outputs, flat=None):
 def _schedule(outputs, span=None):
     """The assignments computing `outputs`, in graph order, and the number of reads of
     each assigned node (outputs count 2 more, so that their variables are never reused)."""
-    needed = _reachable(outputs)
-    uses = dict.fromkeys(needed, 0)
-    for node in needed:
-        for arg in node.args:
-            if isinstance(arg, Sym):
-                uses[arg] += 1
-    for out in outputs:
-        if isinstance(out, Sym):
-            uses[out] += 2
+    needed, uses = _use_counts(outputs, 2)
     user = {a: node for node in needed for a in node.args if isinstance(a, Sym)}
     texts, depth, refs, ins, lines = {}, {}, {}, {}, []
     for node in sorted(needed, key=lambda s: s.id):
@@ -492,6 +476,20 @@ def _output_text(out, names):
     if not isinstance(out, Sym):
         return _text(out, {})
     return out.args[0] if out.op == 'in' else names[out.id]
+
+
+def _use_counts(outputs, output_reads):
+    """The nodes `outputs` need, and how often each is read (an output `output_reads` more)."""
+    needed = _reachable(outputs)
+    uses = dict.fromkeys(needed, 0)
+    for node in needed:
+        for arg in node.args:
+            if isinstance(arg, Sym):
+                uses[arg] += 1
+    for out in outputs:
+        if isinstance(out, Sym):
+            uses[out] += output_reads
+    return needed, uses
 
 
 def _reachable(outputs):
