@@ -29,8 +29,11 @@ def requirements(distro):
     ros = [f'ros-{distro}-rclpy[fastrtps]'] + [
         f'ros-{distro}-{name}' for name in ('sensor-msgs', 'trajectory-msgs', 'std-msgs',
                                             'rosgraph-msgs')]
-    # matplotlib: the optional 'plot' extra, so the figure tests run too
-    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib']
+    # matplotlib: the optional 'plot' extra, so the figure tests run too; numba (the
+    # optional accelerator) in the kilted venv only, so that CI tests the numba backend
+    # there and its absence with jazzy
+    extras = ['numba'] if distro == 'kilted' else []
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib'] + extras
 
 
 def base_python():
