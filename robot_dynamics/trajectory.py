@@ -249,11 +249,24 @@ class JointTrajectorySampler:
         qd = np.asarray(qd, dtype=float).reshape(-1)
         if q.shape != (self.n,) or qd.shape != (self.n,):
             raise ValueError(f'at_goal: q and qd need {self.n} values, got {q.size}, {qd.size}')
-        goal_tol = np.broadcast_to(np.asarray(goal_tolerance, dtype=float), (self.n,))
-        vel_tol = np.broadcast_to(np.asarray(stopped_velocity_tolerance, dtype=float), (self.n,))
+        if type(goal_tolerance) is float and type(stopped_velocity_tolerance) is float:
+            return self._at_goal_scalar(q, qd, goal_tolerance, stopped_velocity_tolerance)
+        goal_tol = np.asarray(goal_tolerance, dtype=float)
+        vel_tol = np.asarray(stopped_velocity_tolerance, dtype=float)
+        for name, tol in (('goal_tolerance', goal_tol), ('stopped_velocity_tolerance', vel_tol)):
+            if tol.ndim > 1 or tol.size not in (1, self.n):
+                raise ValueError(f'at_goal: {name} needs 1 or {self.n} values, got {tol.size}')
         position_ok = (goal_tol <= 0.0) | (np.abs(q - self._plan.final) <= goal_tol)
         velocity_ok = (vel_tol <= 0.0) | (np.abs(qd) <= vel_tol)
-        return bool(np.all(position_ok & velocity_ok))
+        return bool((position_ok & velocity_ok).all())
+
+    def _at_goal_scalar(self, q, qd, goal_tol, vel_tol):
+        """`at_goal` with one tolerance for all joints (the controller's case, every cycle
+        while holding): on lists of floats, a few µs instead of ~20 with numpy."""
+        if not goal_tol <= 0.0 and not all(abs(e) <= goal_tol     # NaN tolerance: never
+                                           for e in (q - self._plan.final).tolist()):
+            return False
+        return vel_tol <= 0.0 or all(abs(v) <= vel_tol for v in qd.tolist())
 
     def _require_plan(self):
         if self._plan is None:

@@ -415,6 +415,23 @@ def test_at_goal_treats_zero_tolerance_as_not_enforced_like_jtc():
     assert s.at_goal(far, [1.0, 1.0, 1.0], NOW + 10.0, 0.0, 0.0)
 
 
+def test_at_goal_with_scalar_tolerances_equals_the_per_joint_form():
+    """One float tolerance takes a list-of-floats shortcut; it must decide as the same
+    tolerance given for every joint (numpy path), NaN and zero included."""
+    s = running('quintic')
+    after = NOW + TIMES[-1] + 0.1
+    rng = np.random.default_rng(3)
+    tolerances = [0.0, 0.005, 0.01, 0.02, float('nan')]
+    for _ in range(30):
+        q = P[-1] + rng.uniform(-0.02, 0.02, 3)
+        qd = rng.uniform(-0.02, 0.02, 3)
+        for goal in tolerances:
+            for velocity in tolerances:
+                assert s.at_goal(q, qd, after, goal, velocity) == s.at_goal(
+                    q, qd, after, [goal] * 3, [velocity] * 3), (q, qd, goal, velocity)
+    assert not s.at_goal([np.nan, 0.0, 0.0] + P[-1], np.zeros(3), after, 0.01, 0.01)
+
+
 def test_at_goal_is_false_while_waiting_for_a_future_start():
     s = sampler()
     s.accept(command(TIMES, P, start=NOW + 5.0), NOW)
