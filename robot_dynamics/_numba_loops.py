@@ -55,6 +55,7 @@ import types
 import numpy as np
 
 from robot_dynamics import _fast_numba
+from robot_dynamics.algorithms import steiner
 
 try:
     import numba
@@ -94,8 +95,7 @@ def pack(model):
     P[:n, 15] = ch.mass
     P[:n, 16:19] = ch.mass[:, None] * ch.com
     for i in range(n):
-        c = ch.com[i]
-        Io = ch.inertia[i] + ch.mass[i] * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        Io = ch.inertia[i] + steiner(ch.mass[i], ch.com[i])
         P[i, 19:25] = Io[0, 0], Io[1, 1], Io[2, 2], Io[0, 1], Io[0, 2], Io[1, 2]
     P[:n, 25] = model.armature
     P[:n, 26] = model.viscous_friction

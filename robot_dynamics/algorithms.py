@@ -138,12 +138,19 @@ def skew(v):
     return out
 
 
+def steiner(mass, com):
+    """m (c·c 1 − c cᵀ): what the parallel-axis theorem adds to a centroidal inertia to give
+    the inertia about a point at −c from the centre of mass (e.g. the body origin)."""
+    c = np.asarray(com, dtype=float)
+    return mass * (float(c @ c) * np.eye(3) - np.outer(c, c))
+
+
 def spatial_inertia(mass, com, inertia):
     """6×6 spatial inertia about the body origin from mass, centre of mass and centroidal
     inertia (Featherstone, RBDA eq. 2.63)."""
     cx = skew(np.asarray(com, dtype=float))
     out = np.zeros((6, 6))
-    out[:3, :3] = inertia + mass * cx @ cx.T
+    out[:3, :3] = inertia + steiner(mass, com)
     out[:3, 3:] = mass * cx
     out[3:, :3] = mass * cx.T
     out[3:, 3:] = mass * np.eye(3)

@@ -42,6 +42,8 @@ import types
 
 import numpy as np
 
+from robot_dynamics.algorithms import steiner
+
 __all__ = ['source', 'kernel', 'operation_counts', 'KERNELS', 'BODY', 'last_body']
 
 KERNELS = ('rnea', 'rnea_wrench', 'bias', 'gravity', 'aba', 'aba_wrench', 'rk4')
@@ -654,7 +656,7 @@ class Link:
         self.m = m
         self.c, self.h = _tidy(c), _tidy(m * c)
         self.Ic = [_tidy(row, scale=np.max(np.abs(Ic))) for row in Ic]
-        Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+        Io = Ic + steiner(m, c)
         self.Io = [_tidy(row, scale=np.max(np.abs(Io))) for row in Io]
         self.Ic_d, self.Io_d = moment_differences(self.Ic), moment_differences(self.Io)
         self.armature, self.viscous, self.coulomb = armature, viscous, coulomb
@@ -768,7 +770,7 @@ def _body_forms(L):
         L.c = L.Ic = L.Ic_d = None
         return
     c = np.array(L.h) / L.m
-    Ic = np.array(L.Io) - L.m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    Ic = np.array(L.Io) - steiner(L.m, c)
     L.c, L.Ic = _tidy(c), _tidy_matrix(Ic)
     L.Ic_d = moment_differences(L.Ic)
 
@@ -786,7 +788,7 @@ def last_body(model):
     of their diagonals that `euler_moment` uses (Icd, Iod)."""
     chain = model.chain
     m, c, Ic = float(chain.mass[-1]), np.asarray(chain.com[-1]), np.asarray(chain.inertia[-1])
-    Io = Ic + m * (float(c @ c) * np.eye(3) - np.outer(c, c))
+    Io = Ic + steiner(m, c)
     values = [m] + c.tolist() + (m * c).tolist()
     values += [float(Ic[i, j]) for i, j in _UPPER] + [float(Io[i, j]) for i, j in _UPPER]
     values += moment_differences(Ic.tolist()) + moment_differences(Io.tolist())
