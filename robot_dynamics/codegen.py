@@ -406,7 +406,11 @@ def _chunked(name, params, sequences, outputs, lines, uses):
         targets = ', '.join(_pack_name(k) for k in produced)
         functions.append('\n'.join(head + chunk.lines + [f'    return {", ".join(results)}']))
         calls.append(f'    {targets} = {call}')
-    top = [f'def {name}({", ".join(params)}):'] + calls
+    # The chunks slice their sequences, so a longer one would pass silently: its length
+    # is checked here, as the flat kernels' unpacking does.
+    checks = [f'    if len({s}) != {k}:\n        raise ValueError({f"{s}: expected {k} values"!r})'
+              for s, k in sequences.items()]
+    top = [f'def {name}({", ".join(params)}):'] + checks + calls
     top += _chunked_result(outputs, packs, defined)
     return '\n\n\n'.join(['\n'.join(top)] + functions) + '\n'
 

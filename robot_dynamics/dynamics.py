@@ -72,6 +72,7 @@ _backend_from_environment()
 
 
 _F64 = np.dtype(float)
+_array = np.array
 
 
 def _floats(n, value):
@@ -147,24 +148,25 @@ def _python_runner(model, name):
 
     if len(widths) != 3:
         return general
-    shape = (model.n,)
 
     def three(a, b, c):
         """The common case (ID, FD) without a loop: ~0.5 µs less per call (and the tail
-        of `_finished` written out, not called, for the same reason)."""
+        of `_finished` written out, not called, for the same reason). The length is not
+        compared here: the kernel unpacks each list into exactly n names, so a 1-D array
+        of another length raises ValueError and takes the general path (its error)."""
         try:
             if a.dtype is not _F64 or b.dtype is not _F64 or c.dtype is not _F64 \
-                    or a.shape != shape or b.shape != shape or c.shape != shape:
+                    or a.ndim != 1 or b.ndim != 1 or c.ndim != 1:
                 return general(a, b, c)
             out = fn(a.tolist(), b.tolist(), c.tolist())
         except AttributeError:                       # not arrays: lists, tuples, ...
             return general(a, b, c)
-        except (ZeroDivisionError, ValueError, TypeError):   # 1/0, sin(inf), odd subclass
+        except (ZeroDivisionError, ValueError, TypeError):   # 1/0, sin(inf), wrong length
             return None
         total = sum(out)
         if total - total != 0.0:                     # NaN or inf somewhere
             return None
-        return np.array(out)
+        return _array(out)
     return three
 
 
@@ -292,8 +294,8 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     """
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model.__dict__['_kernels'][_runners]['rnea']
-        except KeyError:
+            run = model._kernels[_runners]['rnea']
+        except (AttributeError, KeyError):
             run = _single(model, 'rnea')
         tau = run(q, qd, qdd)
         if tau is not None:
@@ -363,8 +365,8 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
     Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model.__dict__['_kernels'][_runners]['aba']
-        except KeyError:
+            run = model._kernels[_runners]['aba']
+        except (AttributeError, KeyError):
             run = _single(model, 'aba')
         qdd = run(q, qd, tau)
         if qdd is not None:

@@ -122,6 +122,20 @@ def test_shape_errors_are_unchanged_on_the_generated_backend(rng):
         dynamics.inverse_dynamics(model, np.zeros((2, 3)), np.zeros((3, 3)), np.zeros(3))
 
 
+@pytest.mark.parametrize('function', [dynamics.inverse_dynamics, dynamics.forward_dynamics])
+@pytest.mark.parametrize('position', [0, 1, 2])
+@pytest.mark.parametrize('length', [2, 4])
+def test_a_float_array_of_the_wrong_length_gets_the_shape_error(rng, function, position, length):
+    """The one-state fast path checks only dtype and ndim and leaves the length to the
+    kernel's unpacking; a shorter or longer float64 array must still get the named error."""
+    model = RobotModel.from_params(random_chain_params(rng, 3, 'standard'))
+    args = [np.zeros(3), np.zeros(3), np.zeros(3)]
+    args[position] = np.ones(length)
+    name = ['q', 'qd', 'qdd' if function is dynamics.inverse_dynamics else 'tau'][position]
+    with pytest.raises(ValueError, match=f'{name}: expected shape'):
+        function(model, *args)
+
+
 @pytest.mark.parametrize('bad', [math.nan, math.inf])
 def test_non_finite_inputs_give_the_reference_result(bad, rng):
     model = RobotModel.from_params(random_chain_params(rng, 3, 'standard', friction=True))

@@ -42,6 +42,25 @@ def test_the_kernels_of_a_long_chain_are_chunked(models):
         assert is_chunked(model, name), name
 
 
+@pytest.mark.parametrize('length', [N - 1, N + 1])
+def test_a_chunked_kernel_rejects_a_sequence_of_the_wrong_length(models, length):
+    """The chunks slice their inputs (``q[3:9]``), so the kernel checks the lengths
+    itself; through the public functions the general path then names the field."""
+    model, _ = models
+    good = [0.1] * N
+    for name in ('rnea', 'aba'):
+        fn = codegen.kernel(model, name)
+        for position in range(3):
+            args = [good, good, good]
+            args[position] = [0.1] * length
+            with pytest.raises(ValueError, match='expected'):
+                fn(*args)
+    with pytest.raises(ValueError, match='qd: expected shape'):
+        dynamics.inverse_dynamics(model, np.zeros(N), np.zeros(length), np.zeros(N))
+    with pytest.raises(ValueError, match='tau: expected shape'):
+        dynamics.forward_dynamics(model, np.zeros(N), np.zeros(N), np.zeros(length))
+
+
 @pytest.mark.parametrize('size', [None, 4])
 def test_long_chain_matches_reference(models, size, rng):
     for model in models:
