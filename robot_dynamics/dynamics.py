@@ -231,7 +231,7 @@ def _all_finite(arrays):
     """Whether every entry is finite: one sum per array (NaN and inf propagate), and the
     entry-wise test only if a sum is not finite (it may have overflowed)."""
     for a in arrays:
-        total = float(np.sum(a))
+        total = float(a.sum())
         if total - total != 0.0 and not np.isfinite(a).all():
             return False
     return True
