@@ -1287,7 +1287,8 @@ def _singular(*args):
 
 def operation_counts(text):
     """Arithmetic in generated source: {'mul', 'add', 'div', 'neg', 'call'}; `add` counts
-    additions and subtractions (as the seeds' tables do); `call` counts sin/cos/sign."""
+    additions and subtractions (as the seeds' tables do); `neg` counts negations of values
+    (not negative literals such as ``(-0.15)``); `call` counts sin/cos/sign."""
     counts = dict.fromkeys(('mul', 'add', 'div', 'neg', 'call'), 0)
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.BinOp):
@@ -1297,7 +1298,8 @@ def operation_counts(text):
                 counts['add'] += 1
             elif isinstance(node.op, ast.Div):
                 counts['div'] += 1
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+                and not isinstance(node.operand, ast.Constant):   # (-0.15) is a literal
             counts['neg'] += 1
         elif isinstance(node, ast.Call) and getattr(node.func, 'id', None) in _SCALAR:
             counts['call'] += 1                  # (not the calls of chunk functions)

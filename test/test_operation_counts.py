@@ -36,7 +36,7 @@ def puma560():
 
 
 def test_counting_matches_a_hand_count():
-    text = 'def f(a, b):\n    t = a * b + a - b / 2.0\n    return (t * t, -a, sin(b))\n'
+    text = 'def f(a, b):\n    t = a * b + a - b / 2.0\n    return (t * (-1.5), -a, sin(b))\n'
     counts = codegen.operation_counts(text)
     assert counts == {'mul': 2, 'add': 2, 'div': 1, 'neg': 1, 'call': 1}
 
