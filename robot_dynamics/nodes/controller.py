@@ -25,7 +25,7 @@ from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model, seconds)
-from robot_dynamics.nodes.runner import run
+from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
 NODE_NAME = 'computed_torque_controller'
@@ -602,21 +602,17 @@ class ComputedTorqueController(Node):
         msg.effort = doubles(effort)
 
 
-def spin(node, executor):
-    """main()'s loop: the executor until the model exists (it may come on
-    robot_description), then in on_state mode on the wall clock the node's own loop, then
-    the executor. (With use_sim_time the executor keeps serving /clock with every state.)"""
-    while node.model is None and node.context.ok():
-        executor.spin_once(timeout_sec=0.1)
-    if (node.model is not None and node.control_mode == 'on_state'
-            and not node.get_parameter('use_sim_time').value):
-        node.spin_on_state(executor)
-    executor.spin()
+def _own_loop(node):
+    """In on_state mode on the wall clock the node's own loop; otherwise the executor
+    (with use_sim_time it keeps serving /clock with every state)."""
+    if node.control_mode != 'on_state' or node.get_parameter('use_sim_time').value:
+        return None
+    return node.spin_on_state
 
 
 def main(args=None):
     """Entry point `controller`: exits 1 with one log line on a bad parameter file."""
-    return run(ComputedTorqueController, NODE_NAME, args, spin)
+    return run(ComputedTorqueController, NODE_NAME, args, own_loop_after_the_model(_own_loop))
 
 
 if __name__ == '__main__':

@@ -40,7 +40,7 @@ from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model)
-from robot_dynamics.nodes.runner import run
+from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -442,22 +442,17 @@ class PlantSimulator(Node):
         self._answered = False
 
 
-def spin(node, executor):
-    """main()'s loop: the executor until the model exists (it may come on
-    robot_description), then the free-running loop if the plant runs on the wall clock
-    (not publish_clock, not use_sim_time), then (lock-step, or the integration stopped)
-    the executor again."""
-    while node.model is None and node.context.ok():
-        executor.spin_once(timeout_sec=0.1)
-    if (node.model is not None and not node.publish_clock
-            and not node.get_parameter('use_sim_time').value):
-        node.spin_free_running(executor)
-    executor.spin()
+def _own_loop(node):
+    """The free-running loop if the plant runs on the wall clock (not publish_clock, not
+    use_sim_time); lock-step keeps the executor."""
+    if node.publish_clock or node.get_parameter('use_sim_time').value:
+        return None
+    return node.spin_free_running
 
 
 def main(args=None):
     """Entry point `plant`: exits 1 with one log line on a bad parameter file."""
-    return run(PlantSimulator, NODE_NAME, args, spin)
+    return run(PlantSimulator, NODE_NAME, args, own_loop_after_the_model(_own_loop))
 
 
 if __name__ == '__main__':

@@ -12,6 +12,21 @@ def spin(node, executor):
     executor.spin()
 
 
+def own_loop_after_the_model(loop_of):
+    """A `spin_node` for a node with its own loop: the executor until the node's model
+    exists (it may come on robot_description), then ``loop_of(node)`` (a function of the
+    executor, or None when this configuration keeps the executor), then the executor
+    (e.g. after that loop returned: the integration stopped)."""
+    def spin_node(node, executor):
+        while node.model is None and node.context.ok():
+            executor.spin_once(timeout_sec=0.1)
+        loop = loop_of(node) if node.model is not None else None
+        if loop is not None:
+            loop(executor)
+        executor.spin()
+    return spin_node
+
+
 def run(node_class, node_name, args=None, spin_node=spin):
     """`spin_node(node, executor)` drives the node (a node with its own loop passes one)."""
     rclpy.init(args=args)
