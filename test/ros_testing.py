@@ -57,3 +57,32 @@ class RosHarness:
         for node in self.nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+# rcl_interfaces Parameter messages, as `ros2 param set` sends them.
+
+def _parameter(name, **value):
+    from rcl_interfaces.msg import Parameter, ParameterValue
+    return Parameter(name=name, value=ParameterValue(**value))
+
+
+def double(name, value):
+    from rcl_interfaces.msg import ParameterType
+    return _parameter(name, type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+
+
+def doubles(name, values):
+    from rcl_interfaces.msg import ParameterType
+    return _parameter(name, type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                      double_array_value=list(values))
+
+
+def integers(name, values):
+    from rcl_interfaces.msg import ParameterType
+    return _parameter(name, type=ParameterType.PARAMETER_INTEGER_ARRAY,
+                      integer_array_value=list(values))
+
+
+def string(name, value):
+    from rcl_interfaces.msg import ParameterType
+    return _parameter(name, type=ParameterType.PARAMETER_STRING, string_value=value)

@@ -20,23 +20,13 @@ import yaml
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import PUMA, REPO, RosHarness, SIM
+from ros_testing import PUMA, REPO, RosHarness, SIM, doubles, integers
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 CONTROLLER = '/computed_torque_controller'
 STEP = 0.05   # rad, reference step on every joint
 CYCLE = 0.01  # s, the plant's publish period = control period (config/sim.yaml)
-
-
-def double_array(name, values):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=list(values)))
-
-
-def integer_array(name, values):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=list(values)))
 
 
 class Operator(Node):
@@ -99,8 +89,8 @@ def test_gain_change_through_parameter_service_changes_the_step_response(loop):
     harness, controller, operator = loop
     q0 = np.radians([90.0, 0.0, 90.0, 0.0, 0.0, 0.0])
     before = integrated_absolute_error(harness, operator, q0 + STEP)
-    results = set_parameters(harness, operator, integer_array('gains.kp', [400] * 6),
-                             double_array('gains.kd', [40.0] * 6))
+    results = set_parameters(harness, operator, integers('gains.kp', [400] * 6),
+                             doubles('gains.kd', [40.0] * 6))
     assert [r.successful for r in results] == [True, True], [r.reason for r in results]
     after = integrated_absolute_error(harness, operator, q0)
     assert before == pytest.approx(2.0 * STEP / 10.0, rel=0.05)
@@ -109,13 +99,13 @@ def test_gain_change_through_parameter_service_changes_the_step_response(loop):
 
 
 @pytest.mark.parametrize('parameter, fragment', [
-    (double_array('gains.kp', [100.0] * 5), 'gains.kp: expected 6 values'),
-    (double_array('gains.kp', [100.0, 0.0, 100.0, 100.0, 100.0, 100.0]), 'gains.kp[1]'),
-    (double_array('gains.kd', [20.0, 20.0, -1.0, 20.0, 20.0, 20.0]), 'gains.kd[2]'),
-    (double_array('gains.kd', [20.0, 20.0, 20.0, float('nan'), 20.0, 20.0]), 'gains.kd[3]'),
+    (doubles('gains.kp', [100.0] * 5), 'gains.kp: expected 6 values'),
+    (doubles('gains.kp', [100.0, 0.0, 100.0, 100.0, 100.0, 100.0]), 'gains.kp[1]'),
+    (doubles('gains.kd', [20.0, 20.0, -1.0, 20.0, 20.0, 20.0]), 'gains.kd[2]'),
+    (doubles('gains.kd', [20.0, 20.0, 20.0, float('nan'), 20.0, 20.0]), 'gains.kd[3]'),
     (ParameterMsg(name='gains.kp', value=ParameterValue(
         type=ParameterType.PARAMETER_STRING, string_value='150')), 'gains.kp'),
-    (double_array('robot.mass', [1.0] * 6), 'read-only'),
+    (doubles('robot.mass', [1.0] * 6), 'read-only'),
 ])
 def test_invalid_parameter_updates_are_rejected_with_a_reason(loop, parameter, fragment):
     harness, controller, operator = loop

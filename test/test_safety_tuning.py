@@ -11,8 +11,6 @@ import sys
 
 import numpy as np
 import pytest
-from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -24,7 +22,7 @@ import yaml
 from robot_dynamics import codegen
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import PUMA, REPO, RosHarness, SIM
+from ros_testing import PUMA, REPO, RosHarness, SIM, double, doubles, integers, string
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 CONTROLLER = '/computed_torque_controller'
@@ -32,26 +30,6 @@ PLANT = '/plant_simulator'
 PAYLOAD = 5.0                # kg at the last link
 PAYLOAD_COM = [0.0, 0.0, 0.1]
 EFFORT_MAX = np.array([97.6, 186.4, 89.4, 24.2, 20.1, 21.3])   # config/puma560.yaml
-
-
-def double(name, value):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE, double_value=float(value)))
-
-
-def doubles(name, values):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=list(values)))
-
-
-def integers(name, values):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=list(values)))
-
-
-def string(name, value):
-    return ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_STRING, string_value=value))
 
 
 class Operator(Node):
