@@ -1,6 +1,8 @@
 """Closed-loop rows of issue 6: controller reaction latency and the 1 kHz loop in real time.
 
-    PYTHONPATH=. /tmp/venvs/kilted/bin/python benchmarks/closed_loop.py [--skip-scaling]
+    PYTHONPATH=. .venv-kilted/bin/python benchmarks/closed_loop.py [--skip-scaling]
+
+(.venv-kilted: made by `python3 tools/dev.py test` or `bench`.)
 
 Every node runs as the shipped executable (`python -m robot_dynamics.nodes.<node>`, its own
 process, spun by its `main()`), with the parameter files the bring-up passes

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Fresh-machine quick start (Python 3.10+, standard library only).
 
-    python3 tools/dev.py sim  [--duration 5] [--distro kilted|jazzy] [-- sim options]
-    python3 tools/dev.py test [--distro kilted|jazzy] [-- pytest options]
+    python3 tools/dev.py sim   [--duration 5] [--distro kilted|jazzy] [-- sim options]
+    python3 tools/dev.py test  [--distro kilted|jazzy] [-- pytest options]
+    python3 tools/dev.py bench [--distro kilted|jazzy] [-- benchmarks/run.py options]
 
 Creates .venv-<distro> in the repository if it is missing (rclpy and the message packages
 come from PyPI as ros-<distro>-* wheels for CPython 3.10-3.12; no ROS install, no
-sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`sim`) or the
-test suite (`test`, which ends with pytest's summary line; no tests collected is a failure).
+sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`sim`), the
+test suite (`test`, which ends with pytest's summary line; no tests collected is a failure)
+or the issue 6 benchmark (`bench`: first installs its yardstick Pinocchio, `pin`, into the
+venv if it is missing; a benchmark dependency, never one of the package).
 """
 
 import argparse
@@ -105,9 +108,19 @@ def run_tests(python, options):
     return code
 
 
+def run_bench(python, options):
+    """benchmarks/run.py, after installing Pinocchio (the yardstick) if it is missing."""
+    probe = subprocess.run([python, '-c', 'import pinocchio'], capture_output=True)
+    if probe.returncode != 0:
+        print('dev.py: installing pin (Pinocchio, the benchmark yardstick)', flush=True)
+        subprocess.run([python, '-m', 'pip', 'install', 'pin'], check=True)
+    command = [python, os.path.join('benchmarks', 'run.py'), *options.extra]
+    return subprocess.run(command, cwd=REPO, env=environment()).returncode
+
+
 def parse(argv):
     parser = argparse.ArgumentParser(prog='dev.py', description=__doc__.split('\n')[0])
-    parser.add_argument('command', choices=('sim', 'test'))
+    parser.add_argument('command', choices=('sim', 'test', 'bench'))
     parser.add_argument('--distro', choices=DISTROS, default='kilted')
     parser.add_argument('--duration', type=float, default=None,
                         help='sim: simulated seconds, then print a tracking summary')
@@ -117,7 +130,7 @@ def parse(argv):
     argv = list(argv)
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
     options = parser.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
-    options.extra = extra       # after --: passed to sim or pytest
+    options.extra = extra       # after --: passed to sim, pytest or the benchmark
     return options
 
 
@@ -126,6 +139,8 @@ def main(argv=None):
     python = options.python or ensure_venv(options.distro)
     if options.command == 'sim':
         return run_sim(python, options)
+    if options.command == 'bench':
+        return run_bench(python, options)
     return run_tests(python, options)
 
 

@@ -5,9 +5,10 @@ package against (Pinocchio is not needed at test time).
 
 How the committed file was made (from the repository root):
 
-    /tmp/venvs/kilted/bin/python tools/make_reference_data.py
+    .venv-kilted/bin/python tools/make_reference_data.py
 
-with pin (Pinocchio) 4.1.0 and numpy 2.4.6 from PyPI, random seed 20260522 (the versions
+(any Python with pin, numpy and PyYAML; `python3 tools/dev.py bench` puts pin into
+.venv-kilted) with pin (Pinocchio) 4.1.0 and numpy 2.4.6 from PyPI, random seed 20260522 (the versions
 actually used are also stored in the file under ``meta``). Rerun it after changing a
 preset in config/.
 
