@@ -54,7 +54,7 @@ import types
 
 import numpy as np
 
-from robot_dynamics import _fast_numba
+from robot_dynamics import _fast_numba, codegen
 from robot_dynamics.algorithms import steiner
 
 try:
@@ -108,11 +108,7 @@ def pack(model):
 
 def packed(model):
     """`pack(model)`, once per model instance."""
-    cache = model.__dict__.setdefault('_kernels', {})
-    P = cache.get('loops_packed')
-    if P is None:
-        P = cache['loops_packed'] = pack(model)
-    return P
+    return codegen.per_model(model, 'loops_packed', pack)
 
 
 # ---------------------------------------------------------------------- public calls

@@ -1199,13 +1199,19 @@ def cached_source(model, name):
     return text
 
 
+def per_model(model, key, make):
+    """``make(model)``, computed once per model instance and kept in its ``_kernels`` dict
+    (dropped by `with_payload` copies and by pickling)."""
+    cache = model.__dict__.setdefault('_kernels', {})
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make(model)
+    return value
+
+
 def last_body_values(model):
     """`last_body(model)`, computed once per model instance."""
-    cache = model.__dict__.setdefault('_kernels', {})
-    values = cache.get('last_body')
-    if values is None:
-        values = cache['last_body'] = last_body(model)
-    return values
+    return per_model(model, 'last_body', last_body)
 
 
 def bind(model, fn):
