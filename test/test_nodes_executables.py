@@ -2,7 +2,7 @@
 the 1 kHz settings of config/sim_1khz.yaml: the controller in on_state mode answers every
 state and still takes trajectories and parameter changes; the free-running plant holds its
 initial state until the first command, then integrates under it; both exit cleanly on
-SIGINT. This test process plays the other side."""
+SIGINT or SIGTERM, also in the middle of traffic. This test process plays the other side."""
 
 import os
 import signal
@@ -25,6 +25,7 @@ SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+NODE_NAMES = {'controller': 'computed_torque_controller', 'plant': 'plant_simulator'}
 
 
 def start(module):
@@ -36,10 +37,10 @@ def start(module):
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def interrupt(process):
-    """SIGINT (as launch does); (exit status, output)."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
+def interrupt(process, signum=signal.SIGINT):
+    """SIGINT (as launch does) unless sent already (`signum` None); (exit status, output)."""
+    if signum is not None and process.poll() is None:
+        process.send_signal(signum)
     try:
         out, _ = process.communicate(timeout=20)
     except subprocess.TimeoutExpired:
@@ -143,3 +144,53 @@ def test_plant_executable_holds_until_the_first_command_then_integrates(harness)
         code, out = interrupt(process)
     assert code == 0, out
     assert 'free-running loop (closed_loop=True)' in out and 'Traceback' not in out
+    # the node shuts its context down itself, after its last words: they reach /rosout too
+    assert 'Failed to publish log message to rosout' not in out, out
+
+
+def heard_from(module, probe, marks):
+    """Since `marks`: a command with gravity in it (the probe's own are zero), or a state
+    with efforts (the probe's own have none)."""
+    if module == 'controller':
+        return any(any(command.data) for command in probe.commands[marks[0]:])
+    return any(len(state.effort) for state in probe.states[marks[1]:])
+
+
+@pytest.mark.parametrize('module', ['controller', 'plant'])
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_executables_stop_cleanly_in_the_middle_of_traffic(harness, module, signum):
+    """A stop signal lands while states, commands and parameter requests flow: exit 0
+    with no traceback and no rcl error (rclpy's own handler shut the context down from
+    its thread while the node was still using it: now and then an RCLError from the
+    executor, and the plant's last log line never reached /rosout)."""
+    probe = harness.add(Probe(harness.context))
+    client = probe.create_client(SetParameters, f'/{NODE_NAMES[module]}/set_parameters')
+    for _ in range(3):
+        process, sent = start(module), False
+        try:
+            harness.spin_until(client.service_is_ready, f'the {module}', wall_limit=60.0)
+            value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                                   double_array_value=[50.0] * 6)
+            request = SetParameters.Request(parameters=[ParameterMsg(
+                name='gains.kp' if module == 'controller' else 'initial_positions',
+                value=value)])                               # (the plant's is read-only)
+            marks = len(probe.commands), len(probe.states)
+            k = 0                     # ≈ 0.3 s of traffic once this process has spoken
+            while k < 300 or not heard_from(module, probe, marks):
+                probe.send_state(Q0)
+                probe.command_pub.publish(Float64MultiArray(data=[0.0] * 6))
+                if k % 20 == 0:
+                    client.call_async(request)
+                harness.spin_for(1)
+                k += 1
+                assert k < 30000, f'nothing from the {module}'
+            process.send_signal(signum)
+            sent = True
+            for _ in range(100):                             # traffic goes on meanwhile
+                probe.send_state(Q0)
+                probe.command_pub.publish(Float64MultiArray(data=[0.0] * 6))
+                harness.spin_for(1)
+        finally:
+            code, out = interrupt(process, None if sent else signum)
+        assert code == 0, out
+        assert 'Traceback' not in out and 'Failed to publish' not in out, out

@@ -286,14 +286,15 @@ class ComputedTorqueController(Node):
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
 
-    def spin_on_state(self, executor):
+    def spin_on_state(self, executor, running=None):
         """The controller executable's loop in on_state mode, instead of `executor`: wait
         on the /joint_states and trajectory subscriptions alone, in a wait set made once
         (rclpy's executor builds one from every entity of the node for each message, ≈ 0.15
         ms of Python per state here), run the callbacks of what arrived, in arrival order
         per topic, and let `executor` serve the rest (parameter services) every
-        SERVICE_PERIOD. Returns at shutdown, or at once if this rclpy lacks the wait-set
-        binding (the executor then does all the work)."""
+        SERVICE_PERIOD. Returns when `running()` turns false (a stop request) or the
+        context shuts down, or at once if this rclpy lacks the wait-set binding (the
+        executor then does all the work)."""
         try:
             from rclpy.impl.implementation_singleton import rclpy_implementation
             wait_set = rclpy_implementation.WaitSet(2, 0, 0, 0, 0, 0, self.context.handle)
@@ -302,18 +303,19 @@ class ComputedTorqueController(Node):
         topics = ((self._state_sub, JointState, self._on_joint_states),
                   (self._trajectory_sub, JointTrajectory, self._on_trajectory))
         serve_at = time.monotonic() + SERVICE_PERIOD
-        while self.context.ok():
+        running = running or self.context.ok
+        while running() and self.context.ok():
             timeout = serve_at - time.monotonic()
-            if timeout <= 0.0:
-                serve_at += SERVICE_PERIOD * (1 + int(-timeout / SERVICE_PERIOD))
-                executor.spin_once(timeout_sec=0.0)
-                continue
             try:
-                self._wait_and_take(wait_set, topics, round(timeout * 1e9))
+                if timeout <= 0.0:
+                    serve_at += SERVICE_PERIOD * (1 + int(-timeout / SERVICE_PERIOD))
+                    executor.spin_once(timeout_sec=0.0)
+                else:
+                    self._wait_and_take(wait_set, topics, round(timeout * 1e9))
             except Exception:  # noqa: B902 - rclpy's RCLError on a context shut down meanwhile
                 if self.context.ok():
                     raise
-                return
+                return                    # another thread shut the context down
 
     @staticmethod
     def _wait_and_take(wait_set, topics, timeout_ns):

@@ -315,13 +315,14 @@ class PlantSimulator(Node):
             return
         self._advance(due)
 
-    def spin_free_running(self, executor):
+    def spin_free_running(self, executor, running=None):
         """The plant executable's loop when free-running, instead of the timer: sleep
         until the next tick is due, take the commands that arrived meanwhile straight from
         the subscription, tick, and let `executor` serve the rest (parameter services) once
         every SERVICE_PERIOD. Per tick that is one wake-up and no executor wait-set rebuild
         (≈ 0.2 ms each in rclpy; with the timer there were two per tick: the timer and the
-        command). Returns when the context shuts down or the integration stopped."""
+        command). Returns when `running()` turns false (a stop request), the context shuts
+        down or the integration stopped."""
         take = getattr(self._command_sub.handle, 'take_message', None)
         if take is None:                  # an rclpy without it: the timer does the work
             return
@@ -329,21 +330,22 @@ class PlantSimulator(Node):
         if self._wall_start is None:
             self._wall_start = self._wall_origin = time.monotonic()
         serve_at = time.monotonic()
-        while self.context.ok() and not self.stopped:
+        running = running or self.context.ok
+        while running() and self.context.ok() and not self.stopped:
             delay = self._wall_start + self.ticks * self.tick_period - time.monotonic()
             if delay > 0.0:
                 time.sleep(delay)
             try:
                 self._take_commands()
                 self._free_running_tick()
+                now = time.monotonic()
+                if now >= serve_at:
+                    serve_at = now + SERVICE_PERIOD
+                    executor.spin_once(timeout_sec=0.0)
             except Exception:  # noqa: B902 - rclpy's RCLError on a context shut down meanwhile
                 if self.context.ok():
                     raise
-                return                    # SIGTERM: rclpy shut the context down
-            now = time.monotonic()
-            if now >= serve_at:
-                serve_at = now + SERVICE_PERIOD
-                executor.spin_once(timeout_sec=0.0)
+                return                    # another thread shut the context down
 
     def _take_commands(self):
         """Every command waiting in the subscription's queue, oldest first."""

@@ -1,57 +1,168 @@
 """The `main()` shared by the node executables: spin one node, exit 1 with one log line
-(no traceback) on a bad parameter file, shut down quietly on Ctrl-C or SIGTERM."""
+(no traceback) on a bad parameter file, shut down in order on Ctrl-C or SIGTERM.
+
+In order means: rclpy's own signal handler is not installed. That handler shuts the
+context down from a thread of its own the moment the signal arrives, while the main
+thread may be in the middle of a wait, a take or a publish on it; the node's next rcl
+call then fails (e.g. RCLError "failed to initialize wait set: the given context is not
+valid" out of `executor.spin_once`). Here the signal only sets a flag and wakes the
+executor (a guard condition); the main thread finishes what it is doing, leaves its loop
+and then destroys the node and shuts the context down itself. A second signal while that
+shutdown hangs ends the process at once (exit status 128 + signal number)."""
+
+import contextlib
+import os
+import signal
+import threading
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 
 from robot_dynamics.nodes.ros_params import ConfigurationError
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-def spin(node, executor):
+
+class StopRequest:
+    """SIGINT/SIGTERM as a flag (`requested`), set from a watcher thread.
+
+    Python runs its signal handlers in the main thread between bytecodes, which a main
+    thread blocked in an rmw wait does not execute; but the C-level handler writes the
+    signal number to the wakeup fd, from whichever thread the signal lands on. The
+    watcher thread reads that fd, sets the flag and calls the `on_stop` callbacks (which
+    wake the executor). Signal handlers belong to the main thread: created in another
+    thread it only stands by (no signal sets the flag)."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self._callbacks = []
+        self._lock = threading.Lock()
+        self._thread = None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)
+        self._handlers = {s: signal.signal(s, self._in_main_thread) for s in STOP_SIGNALS}
+        self._wakeup_fd = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+        self._thread = threading.Thread(target=self._watch, name='stop_request', daemon=True)
+        self._thread.start()
+
+    @property
+    def requested(self):
+        return self._event.is_set()
+
+    def running(self):
+        return not self._event.is_set()
+
+    def on_stop(self, callback):
+        """Call `callback()` (from the watcher thread) when the stop is requested."""
+        with self._lock:
+            self._callbacks.append(callback)
+        if self.requested:               # it came before: wake up now
+            callback()
+
+    def _in_main_thread(self, signum, frame):
+        """The Python-level handler: the watcher has done (or will do) the work."""
+
+    def _watch(self):
+        signals = 0
+        while True:
+            data = os.read(self._read_fd, 1)
+            if not data or data[0] == 0:               # closed
+                return
+            signum = data[0]
+            if signum not in STOP_SIGNALS:
+                continue
+            signals += 1
+            if signals > 1:                            # the orderly shutdown hangs
+                os._exit(128 + signum)
+            self._event.set()
+            with self._lock:
+                callbacks = list(self._callbacks)
+            for callback in callbacks:
+                try:
+                    callback()
+                except Exception:  # noqa: B902 - e.g. the node's guard condition is gone
+                    pass
+
+    def close(self):
+        """Restore the previous handlers and stop the watcher."""
+        if self._thread is None:
+            return
+        signal.set_wakeup_fd(self._wakeup_fd)
+        for signum, handler in self._handlers.items():
+            signal.signal(signum, handler)
+        with self._lock:
+            self._callbacks.clear()
+        os.write(self._write_fd, b'\0')
+        self._thread.join(timeout=1.0)
+        if not self._thread.is_alive():
+            os.close(self._read_fd)
+        os.close(self._write_fd)
+
+
+def spin(node, executor, running):
     """The default: the executor runs every callback of the node."""
-    executor.spin()
+    while running() and node.context.ok():
+        executor.spin_once()
 
 
 def own_loop_after_the_model(loop_of):
     """A `spin_node` for a node with its own loop: the executor until the node's model
     exists (it may come on robot_description), then ``loop_of(node)`` (a function of the
-    executor, or None when this configuration keeps the executor), then the executor
-    (e.g. after that loop returned: the integration stopped)."""
-    def spin_node(node, executor):
-        while node.model is None and node.context.ok():
+    executor and `running`, or None when this configuration keeps the executor), then
+    the executor (e.g. after that loop returned: the integration stopped)."""
+    def spin_node(node, executor, running):
+        while node.model is None and running() and node.context.ok():
             executor.spin_once(timeout_sec=0.1)
         loop = loop_of(node) if node.model is not None else None
-        if loop is not None:
-            loop(executor)
-        executor.spin()
+        if loop is not None and running():
+            loop(executor, running)
+        spin(node, executor, running)
     return spin_node
 
 
+@contextlib.contextmanager
+def ros_session(args=None):
+    """rclpy initialised with `args` but without its signal handler; yields the
+    StopRequest that stands in for it; shuts rclpy down at the end."""
+    stop = StopRequest()
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        yield stop
+    finally:
+        rclpy.try_shutdown()
+        stop.close()
+
+
 def run(node_class, node_name, args=None, spin_node=spin):
-    """`spin_node(node, executor)` drives the node (a node with its own loop passes one)."""
-    rclpy.init(args=args)
+    """`spin_node(node, executor, running)` drives the node while `running()` (a node
+    with its own loop passes one)."""
+    with ros_session(args) as stop:
+        return _run_node(node_class, node_name, spin_node, stop)
+
+
+def _run_node(node_class, node_name, spin_node, stop):
     logger = rclpy.logging.get_logger(node_name)
     try:
         node = node_class()
     except ConfigurationError as error:
         logger.error(f'bad parameter: {error}')
-        rclpy.try_shutdown()
         return 1
     code = 0
     executor = SingleThreadedExecutor()
+    wake = node.create_guard_condition(lambda: None)    # the executor wakes up on a stop
+    stop.on_stop(wake.trigger)
     try:
         executor.add_node(node)
-        spin_node(node, executor)
+        spin_node(node, executor, stop.running)
     except ConfigurationError as error:   # start-up after the URDF came on robot_description
         logger.error(f'bad parameter: {error}')
         code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        try:
-            executor.shutdown()
-            node.destroy_node()
-        except KeyboardInterrupt:         # a second Ctrl-C while shutting down
-            pass
-        rclpy.try_shutdown()
+        executor.shutdown()
+        node.destroy_node()
     return code

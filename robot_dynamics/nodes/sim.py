@@ -36,6 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
+from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
                                              declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
@@ -245,16 +246,18 @@ def build_nodes(args, context=None):
     return tuple(nodes)
 
 
-def run(args, context=None, wall_limit=None):
-    """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C, or `wall_limit`
-    wall seconds); returns (summary node, plant node), both already destroyed."""
+def run(args, context=None, wall_limit=None, running=None):
+    """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C: `running()`
+    turns false, or `wall_limit` wall seconds); returns (summary node, plant node), both
+    already destroyed."""
     plant, controller, demo, summary = build_nodes(args, context)
     start = time.monotonic()
     executor = SingleThreadedExecutor(context=context)
     for node in (plant, controller, demo, summary):
         executor.add_node(node)
     try:
-        while rclpy.ok(context=context) and not plant.stopped:
+        while rclpy.ok(context=context) and not plant.stopped and (
+                running is None or running()):
             if args.duration is not None and plant.sim_time >= args.duration:
                 break
             if wall_limit is not None and time.monotonic() - start > wall_limit:
@@ -336,17 +339,15 @@ def main(argv=None):
     ros_args = [a for a in args.ros_args if a != '--']
     if ros_args and ros_args[0] == '--ros-args':
         ros_args = ros_args[1:]
-    rclpy.init(args=['sim', '--ros-args', '--params-file', robot_file, '--params-file',
-                     sim_file, *ros_args])
-    try:
-        summary, plant = run(args)
-    except ConfigurationError as error:
-        rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
-        return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        return 0
-    finally:
-        rclpy.try_shutdown()
+    with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
+                      sim_file, *ros_args]) as stop:
+        try:
+            summary, plant = run(args, running=stop.running)
+        except ConfigurationError as error:
+            rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
+            return 1
+        except (KeyboardInterrupt, ExternalShutdownException):
+            return 0
     if args.duration is not None:
         print(f'simulated {plant.sim_time:.3f} s')
         print(summary.report())
@@ -357,22 +358,21 @@ def main(argv=None):
 
 def demo_main(args=None):
     """Entry point `demo_move`: the demo move alone (launch/sim.launch.py)."""
-    rclpy.init(args=args)
-    try:
-        node = DemoMove()
-    except ConfigurationError as error:
-        rclpy.logging.get_logger('demo_move').error(f'bad parameter: {error}')
-        rclpy.try_shutdown()
-        return 1
-    try:
-        while rclpy.ok() and not node.sent:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        rclpy.spin_once(node, timeout_sec=0.5)   # let the reliable message go out
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    with ros_session(args) as stop:
+        try:
+            node = DemoMove()
+        except ConfigurationError as error:
+            rclpy.logging.get_logger('demo_move').error(f'bad parameter: {error}')
+            return 1
+        try:
+            while rclpy.ok() and not node.sent and stop.running():
+                rclpy.spin_once(node, timeout_sec=0.1)
+            if stop.running():
+                rclpy.spin_once(node, timeout_sec=0.5)   # let the reliable message go out
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            node.destroy_node()
     return 0
 
 
