@@ -10,6 +10,7 @@ import glob
 import importlib
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -361,6 +362,9 @@ def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal(tmp_path)
         stop(process)
         harness.close()
     text = log.read_text()
+    for name in ('plant', 'controller'):                 # Ctrl-C ended them in order
+        assert f'[{name}-' in text and 'escalating' not in text, text
+        assert re.search(rf'\[{name}-\d+\]: process has finished cleanly', text), text
     for package in bringup.OPTIONAL_PACKAGES:
         started = f'[{package}-' in text
         skipped = f'{package} is not installed: not started' in text
@@ -369,9 +373,10 @@ def test_sim_launch_file_really_launches_and_the_demo_reaches_its_goal(tmp_path)
 
 
 def stop(process):
-    """SIGINT to the launch process (it stops its nodes), then SIGKILL to the group."""
+    """SIGINT to the process group, as Ctrl-C in a terminal (launch then leaves the
+    signalling of its nodes to the terminal), then SIGKILL to the group if needed."""
     if process.poll() is None:
-        process.send_signal(signal.SIGINT)
+        os.killpg(process.pid, signal.SIGINT)
         try:
             process.wait(timeout=30.0)
         except subprocess.TimeoutExpired:
