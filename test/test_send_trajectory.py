@@ -1,6 +1,7 @@
 """send_trajectory over DDS: the published JointTrajectory equals the profile samples."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -127,6 +128,34 @@ def test_exits_with_status_1_and_says_why_without_joint_states():
     output = process.communicate(timeout=GUARD)[0]
     assert process.returncode == 1
     assert PREFIX + '/silent' in output and '--start-from' in output
+
+
+@pytest.mark.parametrize('waiting_for', ['joint_states', 'subscriber'])
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_waiting_exits_130_at_once_and_sends_nothing(ros, waiting_for, signum):
+    node, executor = ros
+    arguments = ['--positions', '0.5', '--duration', '1.0', '--timeout', '60',
+                 '--joint-states-topic', PREFIX + '/silent', '--topic', PREFIX + '/sig']
+    if waiting_for == 'subscriber':
+        arguments += ['--start-from', '0.0']
+    process = launch(*arguments)
+    try:
+        # it is waiting once its subscription (or publisher) is seen here
+        topic = PREFIX + ('/silent' if waiting_for == 'joint_states' else '/sig')
+        count = (node.count_subscribers if waiting_for == 'joint_states'
+                 else node.count_publishers)
+        deadline = time.monotonic() + GUARD
+        while count(topic) == 0 and process.poll() is None and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        process.send_signal(signum)
+        start = time.monotonic()
+        output = process.communicate(timeout=GUARD)[0]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, output
+    assert time.monotonic() - start < 10.0          # not after --timeout (60 s)
+    assert 'Traceback' not in output and 'sent a' not in output, output
 
 
 @pytest.mark.parametrize('arguments, message', [

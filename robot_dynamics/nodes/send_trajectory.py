@@ -10,7 +10,8 @@ up to --timeout). Without --joints the names come from /joint_states, or are joi
 joint_n when --start-from is given. The trajectory_msgs/JointTrajectory holds --points
 samples of the profile (positions, velocities, accelerations, none at t = 0) with
 header.stamp = 0 (start on arrival); it is published reliably once a subscriber has matched
-(waited for up to --timeout). Exit status: 0 sent, 1 timed out, 2 bad arguments.
+(waited for up to --timeout). Exit status: 0 sent, 1 timed out, 2 bad arguments, 130
+stopped by Ctrl-C (or SIGTERM) before sending.
 """
 
 import argparse
@@ -27,9 +28,11 @@ from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
 DEFAULT_TOPIC = '/computed_torque_controller/joint_trajectory'
+STOPPED = 130          # exit status after Ctrl-C / SIGTERM, as a shell reports SIGINT
 
 
 def parse_arguments(argv):
@@ -94,8 +97,9 @@ def trajectory_message(command):
 class TrajectorySender(Node):
     """Reads the start on /joint_states if needed, then publishes one trajectory."""
 
-    def __init__(self, topic, states_topic):
+    def __init__(self, topic, states_topic, running=None):
         super().__init__('send_trajectory')
+        self.running = running or self.context.ok   # False: Ctrl-C, stop waiting
         reliable = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         self.publisher = self.create_publisher(JointTrajectory, topic, reliable)
         self.states_topic = states_topic
@@ -108,7 +112,7 @@ class TrajectorySender(Node):
             JointState, self.states_topic, self._on_joint_state, qos_profile_sensor_data)
         deadline = time.monotonic() + timeout
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and self.running():
                 rclpy.spin_once(self, timeout_sec=0.05)
                 names = joints if joints is not None else list(self.latest)
                 if len(names) >= count and all(j in self.latest for j in names):
@@ -130,7 +134,7 @@ class TrajectorySender(Node):
         """Wait for a subscriber, publish, wait for the acknowledgement; False on timeout."""
         deadline = time.monotonic() + timeout
         while self.publisher.get_subscription_count() == 0:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or not self.running():
                 return False
             rclpy.spin_once(self, timeout_sec=0.05)
         self.publisher.publish(msg)
@@ -147,6 +151,8 @@ def run(node, args):
         joints, start = args.joints, args.start_from
     else:
         found = node.current_positions(args.joints, n, args.timeout)
+        if not node.running():
+            return STOPPED
         if found is None:
             wanted = args.joints if args.joints is not None else f'{n} joints'
             logger.error(f'no positions for {wanted} on {args.states_topic} within '
@@ -161,6 +167,8 @@ def run(node, args):
     command = sample_profile(args.profile, start, args.positions, args.duration,
                              args.points, joints)
     if not node.send(trajectory_message(command), args.timeout):
+        if not node.running():
+            return STOPPED
         logger.error(f'no subscriber on {node.publisher.topic_name} within {args.timeout} s; '
                      'is the controller running (check --topic)?')
         return 1
@@ -173,15 +181,12 @@ def run(node, args):
 def main(args=None):
     argv = sys.argv if args is None else list(args)
     options = parse_arguments(remove_ros_args(argv)[1:])
-    rclpy.init(args=argv)
-    node = TrajectorySender(options.topic, options.states_topic)
-    try:
-        return run(node, options)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    with ros_session(argv) as stop:
+        node = TrajectorySender(options.topic, options.states_topic, stop.running)
+        try:
+            return run(node, options)
+        finally:
+            node.destroy_node()
 
 
 if __name__ == '__main__':
