@@ -16,7 +16,7 @@ executor.
    1 ms and times the answer: the controller's effort command (control_mode on_state,
    diagnostics as configured), or the answer of a bare rclpy relay (`--relay`: subscribe a
    JointState topic, publish its positions as Float64MultiArray, spun by the same `main()`
-   runner as the nodes, with its default spin: `executor.spin()`). Blocks of 250
+   runner as the nodes, with its default spin: `executor.spin_once()` in a loop). Blocks of 250
    messages alternate between the two; the first block of each is warm-up. Target:
    controller median <= 1.25 x relay median.
 2. Real-time factor of the shipped bring-up at 1 kHz: plant_simulator (free-running on the
