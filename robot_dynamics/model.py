@@ -305,6 +305,21 @@ class RobotModel:
         new.__dict__.pop('_kernels', None)
         return new
 
+    def with_gravity(self, gravity):
+        """A copy of this model under another gravity vector [m/s², base frame], e.g.
+        ``(0, 0, 0)`` for a robot whose drives already compensate gravity. The generated
+        code holds gravity as constants, so the copy generates its own (payload copies of
+        it share that)."""
+        new = object.__new__(RobotModel)
+        new.__dict__.update(self.__dict__)
+        for cache in ('_kernels', '_kernel_code'):
+            new.__dict__.pop(cache, None)
+        new._gravity = _vector('gravity', gravity, 3)
+        new._gravity.setflags(write=False)
+        if new._params is not None:
+            new._params = dict(new._params, gravity=new._gravity.tolist())
+        return new
+
     def _build_chain(self):
         if self._rigid_chain is not None:
             ch = self._rigid_chain

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import preset_paths, random_chain_params, random_state
+from conftest import preset_paths, random_chain_params, random_state, with_backend
 
 from robot_dynamics import dynamics, integration, lagrange
 from robot_dynamics.model import RobotModel
@@ -595,3 +595,46 @@ def test_wrong_state_shapes_raise_value_error_naming_the_argument(rng):
         dynamics.inverse_dynamics(model, np.zeros((2, 3)), np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match='wrench'):
         dynamics.inverse_dynamics(model, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(5))
+
+
+@pytest.mark.parametrize('backend', ['generated', 'reference', 'numba'])
+def test_with_gravity_equals_a_model_built_with_that_gravity(rng, backend):
+    if backend == 'numba':
+        pytest.importorskip('numba')
+    block = random_chain_params(rng, 5, 'modified', (0, 1, 0, 0, 0), friction=True,
+                                armature=True, payload=True)
+    original = RobotModel.from_params(block)
+    q, qd, qdd = random_state(rng, 5, size=4)
+    tau = qdd * 7.0
+    with_backend(backend, dynamics.inverse_dynamics, original, q[0], qd[0], qdd[0])
+    for gravity in ([0.0, 0.0, 0.0], [1.5, -2.0, -9.0]):
+        copied = original.with_gravity(gravity)     # after `original` made its kernels
+        built = RobotModel.from_params(dict(block, gravity=gravity))
+        assert copied.gravity.tolist() == gravity and copied.to_params() == built.to_params()
+        for function, args in ((dynamics.inverse_dynamics, (q, qd, qdd)),
+                               (dynamics.gravity_torques, (q,)),
+                               (dynamics.forward_dynamics, (q, qd, tau))):
+            for sample in (slice(None), 0):         # a batch, and one state
+                inputs = [a[sample] for a in args]
+                np.testing.assert_allclose(
+                    with_backend(backend, function, copied, *inputs),
+                    with_backend(backend, function, built, *inputs), rtol=1e-12, atol=1e-12)
+    assert original.gravity.tolist() == [0.0, 0.0, -9.81]   # the original is unchanged
+    np.testing.assert_allclose(                             # and still uses its own code
+        with_backend(backend, dynamics.inverse_dynamics, original, q[0], qd[0], qdd[0]),
+        with_backend('reference', dynamics.inverse_dynamics, original, q[0], qd[0], qdd[0]),
+        rtol=1e-10, atol=1e-10)
+
+
+def test_without_gravity_inverse_dynamics_is_the_full_one_less_the_gravity_torques(rng):
+    """What compensate_gravity: false sends: τ − g(q), in one Newton–Euler call; a payload
+    set afterwards (the controller's live parameter) keeps gravity off."""
+    block = random_chain_params(rng, 6, 'standard', friction=True, payload=True)
+    model = RobotModel.from_params(block)
+    weightless = model.with_gravity([0.0, 0.0, 0.0]).with_payload(2.0, [0.0, 0.0, 0.1])
+    loaded = model.with_payload(2.0, [0.0, 0.0, 0.1])
+    q, qd, qdd = random_state(rng, 6, size=6)
+    np.testing.assert_allclose(dynamics.inverse_dynamics(weightless, q, qd, qdd),
+                               dynamics.inverse_dynamics(loaded, q, qd, qdd)
+                               - dynamics.gravity_torques(loaded, q), rtol=1e-10, atol=1e-10)
+    assert not np.any(dynamics.gravity_torques(weightless, q))
