@@ -165,6 +165,8 @@ class ComputedTorqueController(Node):
         self.get_logger().info(
             f'{n} joints {list(self.joints)}; {self.control_mode} control'
             + (f' at {self.control_rate:g} Hz' if self.control_mode == 'timer' else '')
+            + ('' if self.compensate_gravity else ' without gravity (compensate_gravity: '
+               'false)')
             + f'; efforts on {self._command_pub.topic_name}; waiting for /joint_states')
 
     # ------------------------------------------------------------------ parameters
@@ -187,7 +189,13 @@ class ComputedTorqueController(Node):
         kd = gain_vector('gains.kd', declare(
             self, 'gains.kd', [20.0] * n, 'velocity gains per joint, acceleration level '
             '[1/s]; >= 0; critical damping: kd = 2 sqrt(kp)'), n)
-        self.law = ComputedTorqueLaw(self.model, kp, kd)
+        self.compensate_gravity = as_bool('compensate_gravity', declare(
+            self, 'compensate_gravity', True, 'include the gravity torques g(q) in the '
+            'effort; false for a robot whose drives compensate gravity themselves (e.g. '
+            "Franka's firmware; the plant's drives_compensate_gravity)", read_only=True))
+        law_model = (self.model if self.compensate_gravity
+                     else self.model.with_gravity((0.0, 0.0, 0.0)))
+        self.law = ComputedTorqueLaw(law_model, kp, kd)
         zero = np.zeros(n)
         self.law.effort(zero, zero, zero, zero, zero)   # generates the kernels now, not in
         #                                                 the first control cycle

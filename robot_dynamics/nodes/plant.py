@@ -66,6 +66,8 @@ class PlantSimulator(Node):
         """The rest of the start-up, once the model exists."""
         self.model, self.joints = model, joints
         self._declare_parameters()
+        if self.drives_compensate_gravity:   # g(q) added to every command: weightless
+            self.model = model.with_gravity((0.0, 0.0, 0.0))
         n = self.model.n
         self._step = integration.METHODS[self.method]
         self._step(self.model, self.q, self.qd, np.zeros(n), self.dt)   # generates the
@@ -110,7 +112,9 @@ class PlantSimulator(Node):
             f'{self.tick_period * 1e3:g} ms'
             + (', publishing /clock' + (' in lock-step' if self.lockstep else '')
                if self.publish_clock else '')
-            + f'; efforts from {self.command_topic}')
+            + f'; efforts from {self.command_topic}'
+            + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
+               else ''))
 
     # ------------------------------------------------------------------ parameters
 
@@ -159,6 +163,11 @@ class PlantSimulator(Node):
             self, 'real_time_factor', 1.0, 'with publish_clock: simulated s per wall s at '
             'most [1]; 0 = as fast as possible', read_only=True, minimum=0.0, maximum=1e6),
             minimum=0.0)
+        self.drives_compensate_gravity = as_bool('drives_compensate_gravity', declare(
+            self, 'drives_compensate_gravity', False, 'the simulated drives add the gravity '
+            "torques g(q) to every command, as a robot that compensates gravity in its "
+            "firmware (pair with the controller's compensate_gravity: false); the published "
+            'effort is the command', read_only=True))
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
