@@ -106,6 +106,8 @@ def test_gain_change_through_parameter_service_changes_the_step_response(loop):
     (ParameterMsg(name='gains.kp', value=ParameterValue(
         type=ParameterType.PARAMETER_STRING, string_value='150')), 'gains.kp'),
     (doubles('robot.mass', [1.0] * 6), 'read-only'),
+    (ParameterMsg(name='compensate_gravity', value=ParameterValue(
+        type=ParameterType.PARAMETER_BOOL, bool_value=False)), 'read-only'),
 ])
 def test_invalid_parameter_updates_are_rejected_with_a_reason(loop, parameter, fragment):
     harness, controller, operator = loop
