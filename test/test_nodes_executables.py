@@ -21,11 +21,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.nodes import controller, plant
+
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-NODE_NAMES = {'controller': 'computed_torque_controller', 'plant': 'plant_simulator'}
+NODE_NAMES = {'controller': controller.NODE_NAME, 'plant': plant.NODE_NAME}
 
 
 def start(module):
