@@ -9,8 +9,8 @@ Creates .venv-<distro> in the repository if it is missing (rclpy and the message
 come from PyPI as ros-<distro>-* wheels for CPython 3.10-3.12; no ROS install, no
 sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`sim`), the
 test suite (`test`, which ends with pytest's summary line; no tests collected is a failure)
-or the benchmarks (`bench`: first installs its yardstick Pinocchio, `pin`, into the
-venv if it is missing; a benchmark dependency, never one of the package).
+or the performance benchmark (`bench`, doc/performance.md: first installs its yardstick
+Pinocchio, `pin`, into the venv if it is missing; a benchmark dependency, never one of the package).
 
 `test` and `bench` also build the control_msgs interfaces the controller's
 FollowJointTrajectory action uses into the venv, once (PyPI has no control_msgs wheel;
