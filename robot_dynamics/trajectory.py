@@ -22,13 +22,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ['TrajectoryRejected', 'TrajectoryPoint', 'TrajectoryCommand', 'Reference',
-           'JointTrajectorySampler', 'quintic_coefficients', 'cubic_coefficients',
-           'clamped_spline_knots']
+__all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'TrajectoryPoint',
+           'TrajectoryCommand', 'Reference', 'JointTrajectorySampler', 'quintic_coefficients',
+           'cubic_coefficients', 'clamped_spline_knots']
+
+
+# |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
+# values overflow the segment polynomials to inf and NaN).
+MAX_ABS_VALUE = 1.0e6
 
 
 class TrajectoryRejected(ValueError):
     """A trajectory that cannot be executed; the message names the field, index and joint."""
+
+
+class InvalidJoints(TrajectoryRejected):
+    """Rejected for its joint names: unknown, duplicate, missing or none."""
+
+
+class EndsInThePast(TrajectoryRejected):
+    """Rejected because its header stamp puts the whole trajectory in the past."""
 
 
 @dataclass(frozen=True)
@@ -292,7 +305,7 @@ class JointTrajectorySampler:
         times, positions, velocities, accelerations = self._points(command, columns)
         start = start_time if start_time > 0.0 else now
         if start + times[-1] < now:
-            raise TrajectoryRejected(
+            raise EndsInThePast(
                 f'start_time: the trajectory ends at {start + times[-1]:.6f} s, in the past '
                 f'(now {now:.6f} s)')
         self._plan.prune(now)
@@ -303,19 +316,19 @@ class JointTrajectorySampler:
         """Index into `joints` of each message column; rejects unknown/duplicate/missing."""
         names = tuple(joint_names)
         if not names:
-            raise TrajectoryRejected('joint_names: empty')
+            raise InvalidJoints('joint_names: empty')
         columns, seen = [], set()
         for i, name in enumerate(names):
             if name not in self._index:
-                raise TrajectoryRejected(f'joint_names[{i}]: unknown joint {name!r} '
+                raise InvalidJoints(f'joint_names[{i}]: unknown joint {name!r} '
                                          f'(controlled joints: {list(self.joints)})')
             if name in seen:
-                raise TrajectoryRejected(f'joint_names[{i}]: duplicate joint {name!r}')
+                raise InvalidJoints(f'joint_names[{i}]: duplicate joint {name!r}')
             seen.add(name)
             columns.append(self._index[name])
         missing = [j for j in self.joints if j not in seen]
         if missing and not self.allow_partial_joints_goal:
-            raise TrajectoryRejected(f'joint_names: joints {missing} missing and '
+            raise InvalidJoints(f'joint_names: joints {missing} missing and '
                                      'allow_partial_joints_goal is false')
         return columns
 
@@ -366,11 +379,14 @@ class JointTrajectorySampler:
             raise TrajectoryRejected(f'points[{k}].{field}: empty but points[{first}] has '
                                      f'{field}; give {field} for every point or for none')
         array = np.array(values)
-        bad = np.argwhere(~np.isfinite(array))
+        bad = np.argwhere(~(np.abs(array) <= MAX_ABS_VALUE))      # NaN compares false
         if bad.size:
             k, i = (int(x) for x in bad[0])
+            value = array[k, i]
+            why = (f'not finite ({value})' if not np.isfinite(value)
+                   else f'{value} is beyond +-{MAX_ABS_VALUE:g}')
             raise TrajectoryRejected(f'points[{k}].{field}[{i}] (joint '
-                                     f'{command.joint_names[i]!r}): not finite ({array[k, i]})')
+                                     f'{command.joint_names[i]!r}): {why}')
         return array
 
     def _check_limits(self, positions, columns):

@@ -353,6 +353,8 @@ REJECTIONS = {
                      r"points\[3\]\.positions\[1\] \(joint 'j2'\): not finite"),
     'inf velocity': (command(TIMES, P, np.where(np.eye(4, 3) > 0, np.inf, V)),
                      r"points\[0\]\.velocities\[0\] \(joint 'j1'\): not finite"),
+    'huge velocity': (command(TIMES, P, np.where(np.eye(4, 3) > 0, 1e308, V)),
+                      r"points\[0\]\.velocities\[0\] \(joint 'j1'\): 1e\+308 is beyond"),
     'nan start time': (command(TIMES, P, start=float('nan')), 'start_time: not finite'),
     'below position_min': (command(TIMES, _pos(2, 0, -5.0)),
                            r"points\[2\]\.positions\[0\] \(joint 'j1'\): -5.0 outside"),
