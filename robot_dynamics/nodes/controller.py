@@ -22,6 +22,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
+from robot_dynamics.nodes import follow_joint_trajectory
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model, seconds)
@@ -293,6 +294,7 @@ class ComputedTorqueController(Node):
             JointTrajectory, '~/joint_trajectory', self._on_trajectory, 10)
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
+        self._action = follow_joint_trajectory.attach(self)   # ~/follow_joint_trajectory
 
     def spin_on_state(self, executor, running=None):
         """The controller executable's loop in on_state mode, instead of `executor`: wait
@@ -480,6 +482,7 @@ class ComputedTorqueController(Node):
         self.get_logger().info(f'joint_trajectory accepted: {len(msg.points)} points, '
                                f'{duration:g} s')
         self._goal_reached = None
+        self._action.preempt('preempted by a trajectory on ~/joint_trajectory')
 
     # ------------------------------------------------------------------ the control cycle
 
@@ -494,6 +497,8 @@ class ComputedTorqueController(Node):
                 self.get_logger().warning(
                     f'no /joint_states for {stale} within state_timeout '
                     f'{self.state_timeout:g} s: commanding zero effort until they return')
+                self._action.preempt(f'aborted: no /joint_states for {stale} within '
+                                     'state_timeout')
             self._stale = True
             self._publish_command(np.zeros(self.model.n))
             self._set_status('state_timeout')
@@ -512,6 +517,7 @@ class ComputedTorqueController(Node):
         tau = self._saturate(tau)
         self._publish_command(tau)          # first: the reaction latency ends here
         self._update_status(t)
+        self._action.after_cycle(t, reference, self._q, self._qd)
         if self.publish_state and self._state_due(t):
             self._publish_state(reference, tau)
 
@@ -529,6 +535,8 @@ class ComputedTorqueController(Node):
         self._stale = False
         self.sampler.hold(self._q.copy(), t)
         self._goal_reached = None
+        self._action.preempt('aborted: /joint_states lost or time went back; holding the '
+                             'measured position')
         self.get_logger().warning('/joint_states back (or time went back): holding the '
                                   'measured position; send a new trajectory to move')
 
@@ -602,6 +610,7 @@ class ComputedTorqueController(Node):
         self._error_pub.publish(error)
         self._fill(output, stamp, (), (), tau)
         self._output_pub.publish(output)
+        self._action.publish_state(stamp, reference, self._q, self._qd, tau)
 
     @staticmethod
     def _fill(msg, stamp, position, velocity, effort):

@@ -1,0 +1,311 @@
+"""The controller's `~/follow_joint_trajectory` action server
+(control_msgs/action/FollowJointTrajectory) and its `~/controller_state` topic
+(control_msgs/msg/JointTrajectoryControllerState): doc/action.md.
+
+control_msgs is optional: without it `attach` returns an interface that does nothing and
+the controller runs on its topics alone (one info line says so).
+
+The control loop never waits for the action. rclpy runs an action goal as an executor task
+around the execute callback, and a task that awaits something is resumed on every
+`spin_once` (a busy executor) until it ends. So no task waits here: an accepted goal is put
+in the EXECUTING state and handed to the control cycle; the cycle (or a cancel, a new goal,
+a trajectory on the topic) decides its outcome, and only then is the execute callback
+scheduled, which sets the terminal state and returns the result at once. Every callback is
+short, in the executor that serves the node (timer mode, the one-process `sim`, and the
+`on_state` loop, whose `executor.spin_once` every SERVICE_PERIOD serves the action server's
+services and tasks like the parameter services).
+"""
+
+import threading
+
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare, seconds
+from robot_dynamics.trajectory import InvalidJoints, TrajectoryCommand, TrajectoryRejected
+from robot_dynamics.trajectory_goal import (INVALID_GOAL, joint_tolerances, rejection_code,
+                                            resolve_tolerance, StateTolerances, SUCCESSFUL,
+                                            TrajectoryGoalMonitor)
+
+try:
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTrajectoryControllerState
+    from rclpy.action import ActionServer, CancelResponse, GoalResponse
+    from rclpy.impl.implementation_singleton import rclpy_implementation
+    UNAVAILABLE = None
+except ImportError as error:        # the PyPI-only set-up before control_msgs is built
+    FollowJointTrajectory = JointTrajectoryControllerState = None
+    UNAVAILABLE = str(error)
+
+ACTION_NAME = 'follow_joint_trajectory'
+STATE_TOPIC = 'controller_state'
+REQUEST_DEPTH = 256     # goal, cancel and result requests kept: a burst is queued, not lost
+
+
+def attach(node):
+    """The action server and `~/controller_state` of the controller `node` (after its
+    interfaces exist), or a stand-in that does nothing when control_msgs is missing."""
+    monitor_rate = as_float('action_monitor_rate', declare(
+        node, 'action_monitor_rate', 20.0, 'feedback rate of ~/follow_joint_trajectory goals '
+        '[Hz of the cycle time]; outcomes are checked every control cycle', read_only=True,
+        minimum=0.1, maximum=1e6), positive=True)
+    goal_time = as_float('constraints.goal_time', declare(
+        node, 'constraints.goal_time', 0.0, 'default goal_time_tolerance of action goals: '
+        'GOAL_TOLERANCE_VIOLATED when the goal tolerance is not met this long after the last '
+        'point [s]; 0 = wait for ever', minimum=0.0, maximum=1e6), minimum=0.0)
+    if UNAVAILABLE is not None:
+        node.get_logger().info(f'control_msgs cannot be imported ({UNAVAILABLE}): the '
+                               f'~/{ACTION_NAME} action and ~/{STATE_TOPIC} are off; the '
+                               'topics work as before')
+        return NoActionInterface()
+    return FollowJointTrajectoryInterface(node, monitor_rate, goal_time)
+
+
+class NoActionInterface:
+    """Without control_msgs: the controller's hooks do nothing."""
+
+    def after_cycle(self, t, reference, q, qd):
+        pass
+
+    def publish_state(self, stamp, reference, q, qd, tau):
+        pass
+
+    def preempt(self, text):
+        pass
+
+
+class _ActiveGoal:
+    """One accepted goal while it runs."""
+
+    def __init__(self, handle, monitor, point_times, feedback):
+        self.handle = handle
+        self.monitor = monitor
+        self.point_times = point_times        # absolute time of each trajectory point [s]
+        self.feedback = feedback              # built once, refilled
+        self.last_feedback = -np.inf
+        self.canceling = False
+
+
+def _trajectory_field(error):
+    """A sampler's rejection, with the field named as in the goal."""
+    text = str(error)
+    if text.startswith('start_time'):
+        text = 'trajectory.header.stamp' + text[len('start_time'):]
+    elif text.startswith(('points', 'joint_names')):
+        text = 'trajectory.' + text
+    return type(error)(text)
+
+
+def _point(msg, positions=(), velocities=(), accelerations=(), effort=()):
+    """Refill a trajectory_msgs/JointTrajectoryPoint."""
+    msg.positions = np.asarray(positions, dtype=float).tolist()
+    msg.velocities = np.asarray(velocities, dtype=float).tolist()
+    msg.accelerations = np.asarray(accelerations, dtype=float).tolist()
+    msg.effort = np.asarray(effort, dtype=float).tolist()
+
+
+class FollowJointTrajectoryInterface:
+    """`~/follow_joint_trajectory` and `~/controller_state` of a ComputedTorqueController."""
+
+    def __init__(self, node, monitor_rate, goal_time):
+        self.node = node
+        self.goal_time = goal_time
+        self._feedback_period = 0.99 / monitor_rate     # 1 % short: no due feedback skipped
+        self._lock = threading.RLock()
+        self._goal = None
+        self._results = {}          # goal id -> (code, text) until the execute callback
+        self._state_msg = JointTrajectoryControllerState(joint_names=list(node.joints),
+                                                         speed_scaling_factor=1.0)
+        self._state_pub = node.create_publisher(JointTrajectoryControllerState,
+                                                f'~/{STATE_TOPIC}', 10)
+        requests = QoSProfile(depth=REQUEST_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        self._server = ActionServer(
+            node, FollowJointTrajectory, f'{node.get_name()}/{ACTION_NAME}',
+            execute_callback=self._result_of, goal_callback=lambda goal: GoalResponse.ACCEPT,
+            handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
+            **{f'{kind}_service_qos_profile': requests for kind in ('goal', 'cancel', 'result')})
+        node.add_on_set_parameters_callback(self._on_set_parameters)
+
+    # ------------------------------------------------------------------ goals
+
+    def _on_accepted(self, handle):
+        """Validate, install and track a goal; a refused goal ends at once with its reason
+        (the running motion is not touched). rclpy's goal callback cannot return a reason,
+        so every goal is accepted by the action layer and a refused one is aborted here."""
+        now = self.node._now()
+        with self._lock:
+            try:
+                goal = self._install(handle, now)
+            except TrajectoryRejected as error:
+                code = rejection_code(error)
+                self.node.get_logger().warning(f'follow_joint_trajectory goal refused '
+                                               f'({code}): {error}')
+                self._end(handle, code, str(error))
+                return
+            except Exception as error:  # noqa: B902 - a malformed goal must not stop the node
+                self.node.get_logger().error(f'follow_joint_trajectory goal refused: '
+                                             f'unexpected {type(error).__name__}: {error}')
+                self._end(handle, INVALID_GOAL, f'{type(error).__name__}: {error}')
+                return
+            if self._goal is not None:
+                self._end(self._goal.handle, INVALID_GOAL, 'preempted by a new goal')
+            self._goal = goal
+            self.node._goal_reached = None
+            handle._update_state(rclpy_implementation.GoalEvent.EXECUTE)
+        trajectory = handle.request.trajectory
+        self.node.get_logger().info(
+            f'follow_joint_trajectory goal accepted: {len(trajectory.points)} points, '
+            f'{goal.monitor.end_time - goal.monitor.start_time:g} s')
+
+    def _install(self, handle, now):
+        """The goal as an _ActiveGoal, its trajectory installed in the sampler; raises
+        TrajectoryRejected (with the goal's field named) and changes nothing if invalid."""
+        node = self.node
+        request = handle.request
+        if not node._ready:
+            raise TrajectoryRejected('not all controlled joints seen on /joint_states yet')
+        multi_dof = request.multi_dof_trajectory
+        if multi_dof.joint_names or multi_dof.points:
+            raise InvalidJoints(f'multi_dof_trajectory: joints {list(multi_dof.joint_names)}: '
+                                'this controller follows single-DOF joints only '
+                                f'{list(node.joints)}')
+        for field in ('component_path_tolerance', 'component_goal_tolerance'):
+            entries = getattr(request, field)
+            if entries:
+                raise TrajectoryRejected(
+                    f'{field}[0] (joint {entries[0].joint_name!r}): component tolerances are '
+                    'for multi-DOF joints, which this controller does not have; use '
+                    f'{field.replace("component_", "")}')
+        if not request.trajectory.points:
+            raise TrajectoryRejected('trajectory.points: empty (to stop, cancel the goal)')
+        joints, n = node.joints, node.model.n
+        path = joint_tolerances(joints, StateTolerances.uniform(n), request.path_tolerance,
+                                'path_tolerance')
+        goal = joint_tolerances(
+            joints, StateTolerances.uniform(n, node.goal_tolerance,
+                                            node.stopped_velocity_tolerance),
+            request.goal_tolerance, 'goal_tolerance')
+        goal_time = resolve_tolerance(self.goal_time, seconds(request.goal_time_tolerance),
+                                      'goal_time_tolerance')
+        command = TrajectoryCommand.from_message(request.trajectory)
+        try:
+            node.sampler.accept(command, now)
+        except TrajectoryRejected as error:
+            raise _trajectory_field(error) from None
+        start = command.start_time if command.start_time > 0.0 else now
+        point_times = start + np.array([p.time_from_start for p in command.points])
+        monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
+                                        point_times[-1], path, goal, goal_time)
+        feedback = FollowJointTrajectory.Feedback(joint_names=list(joints))
+        return _ActiveGoal(handle, monitor, point_times, feedback)
+
+    def _on_cancel(self, handle):
+        """Cancel the running goal: hold the measured position; the next control cycle
+        ends the goal as canceled (the server marks it canceling after this returns)."""
+        with self._lock:
+            goal = self._goal
+            if goal is None or goal.handle is not handle or goal.canceling:
+                return CancelResponse.REJECT
+            goal.canceling = True
+            self._hold('cancel requested')
+        return CancelResponse.ACCEPT
+
+    def preempt(self, text):
+        """A trajectory on the topic (or anything else) replaced the goal's motion."""
+        with self._lock:
+            if self._goal is not None:
+                self._end(self._goal.handle, INVALID_GOAL, text)
+                self._goal = None
+
+    def _hold(self, why):
+        node = self.node
+        node.sampler.hold(node._q.copy(), node._last_t)
+        node.get_logger().warning(f'follow_joint_trajectory: {why}; holding the measured '
+                                  'position')
+
+    # ------------------------------------------------------------------ each control cycle
+
+    def after_cycle(self, t, reference, q, qd):
+        """Feedback, and the goal's outcome, after the effort of the cycle at t is out."""
+        goal = self._goal
+        if goal is None:
+            return
+        with self._lock:
+            if goal is not self._goal:
+                return
+            if goal.canceling:
+                if goal.handle.is_cancel_requested:
+                    self._end(goal.handle, SUCCESSFUL, 'canceled; holding the position',
+                              canceled=True)
+                    self._goal = None
+                return
+            outcome = goal.monitor.check(t, q, qd, reference)
+            if outcome is not None:
+                if outcome.code != SUCCESSFUL:
+                    self._hold(outcome.text)
+                else:
+                    self.node.get_logger().info(f'follow_joint_trajectory: {outcome.text}')
+                self._end(goal.handle, outcome.code, outcome.text)
+                self._goal = None
+                return
+        if t - goal.last_feedback >= self._feedback_period or t < goal.last_feedback:
+            goal.last_feedback = t
+            self._publish_feedback(goal, t, reference, q, qd)
+
+    def _publish_feedback(self, goal, t, reference, q, qd):
+        feedback = goal.feedback
+        feedback.header.stamp = self.node.get_clock().now().to_msg()
+        _point(feedback.desired, reference.positions, reference.velocities,
+               reference.accelerations)
+        _point(feedback.actual, q, qd)
+        _point(feedback.error, reference.positions - q, reference.velocities - qd)
+        if hasattr(feedback, 'index'):      # control_msgs 6 (Kilted); not in Jazzy's 5.8
+            ahead = np.flatnonzero(goal.point_times >= t)
+            feedback.index = int(ahead[0]) if ahead.size else len(goal.point_times) - 1
+        goal.handle.publish_feedback(feedback)
+
+    def publish_state(self, stamp, reference, q, qd, tau):
+        """~/controller_state, when the controller publishes its diagnostics."""
+        msg = self._state_msg
+        msg.header.stamp = stamp
+        _point(msg.reference, reference.positions, reference.velocities,
+               reference.accelerations)
+        _point(msg.feedback, q, qd)
+        _point(msg.error, reference.positions - q, reference.velocities - qd)
+        _point(msg.output, effort=tau)
+        self._state_pub.publish(msg)
+
+    # ------------------------------------------------------------------ results
+
+    def _end(self, handle, code, text, canceled=False):
+        """Record the outcome and schedule the execute callback, which returns it."""
+        self._results[bytes(handle.goal_id.uuid)] = (code, text, canceled)
+        if handle.status == GoalStatus.STATUS_ACCEPTED:
+            handle.execute()                   # EXECUTING, then the callback runs
+        else:
+            self._server.notify_execute(handle, self._result_of)
+
+    def _result_of(self, handle):
+        """The execute callback: the terminal state and the result of a decided goal."""
+        code, text, canceled = self._results.pop(bytes(handle.goal_id.uuid))
+        if handle.is_active:
+            if canceled and handle.is_cancel_requested:
+                handle.canceled()
+            elif code == SUCCESSFUL and not canceled:
+                handle.succeed()
+            else:
+                handle.abort()
+        return FollowJointTrajectory.Result(error_code=code, error_string=text)
+
+    def _on_set_parameters(self, parameters):
+        goal_time = self.goal_time
+        for parameter in parameters:
+            if parameter.name == 'constraints.goal_time':
+                try:
+                    goal_time = as_float(parameter.name, parameter.value, minimum=0.0)
+                except (ConfigurationError, TypeError, ValueError) as error:
+                    return SetParametersResult(successful=False, reason=str(error))
+        self.goal_time = goal_time
+        return SetParametersResult(successful=True)
