@@ -9,6 +9,9 @@ measured position. The whole module skips only when control_msgs cannot be impor
 """
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -34,7 +37,7 @@ from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E4
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402
-from ros_testing import PUMA, RosHarness, SIM  # noqa: E402
+from ros_testing import PUMA, REPO, RosHarness, SIM  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -388,3 +391,55 @@ def test_without_control_msgs_the_controller_runs_without_the_action(monkeypatch
         assert not any('follow_joint_trajectory' in name for name in names)
     finally:
         harness.close()
+
+
+def send_trajectory(loop, *arguments):
+    """Run the send_trajectory executable while the loop spins: (exit status, output)."""
+    harness = loop[0]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'robot_dynamics.nodes.send_trajectory', *arguments],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        harness.spin_until(lambda: process.poll() is not None, 'send_trajectory to exit')
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, process.communicate()[0]
+
+
+def test_send_trajectory_reports_success_with_the_final_error_per_joint(loop):
+    plant = loop[1]
+    target = away(plant, [0.1, -0.1, 0.1, -0.1, 0.1, -0.1])
+    code, output = send_trajectory(loop, '--positions', *map(str, target), '--duration', '1.0')
+    assert code == 0, output
+    assert 'goal succeeded: SUCCESSFUL (0)' in output
+    assert 'final error per joint (goal - measured)' in output and "'joint_6'" in output
+    assert np.all(np.abs(np.asarray(plant.q) - target) <= GOAL_TOLERANCE)
+
+
+@pytest.mark.parametrize('arguments, words', [
+    (['--joints', 'shoulder', 'elbow', '--positions', '0.1', '0.2', '--start-from', '0', '0'],
+     ['INVALID_JOINTS (-2)', "trajectory.joint_names[0]: unknown joint 'shoulder'"]),
+    (['--positions', '9.0', '0', '0', '0', '0', '0'],
+     ['INVALID_GOAL (-1)', "(joint 'joint_1')", 'outside [-6.28']),
+    (['--joints', 'joint_1', 'joint_2', '--positions', '0.1', '0.2'],
+     ['INVALID_JOINTS (-2)', 'allow_partial_joints_goal']),
+])
+def test_send_trajectory_exits_3_with_the_reason_of_a_refused_goal(loop, arguments, words):
+    code, output = send_trajectory(loop, *arguments, '--duration', '1.0')
+    assert code == 3, output
+    assert 'goal refused by /computed_torque_controller/follow_joint_trajectory' in output
+    for word in words:
+        assert word in output
+
+
+def test_send_trajectory_no_wait_returns_while_the_goal_runs(loop):
+    harness, plant, controller, client = loop
+    code, output = send_trajectory(loop, '--positions', *map(str, away(plant, MOVE)),
+                                   '--duration', '3.0', '--no-wait')
+    assert code == 0, output
+    assert 'goal accepted and running' in output
+    assert controller.sampler.status(controller._last_t) == 'running'
+    settle(loop, 3.5)

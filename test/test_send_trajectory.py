@@ -89,6 +89,9 @@ def test_published_trajectory_equals_the_trapezoid_samples(ros):
     received, output = receive(node, executor, process, topic)
     assert process.returncode == 0, output
     assert len(received) == 1, output
+    # no action server beside the topic: sent on the topic, and the sender says so
+    assert f'no action server {PREFIX}/follow_joint_trajectory' in output
+    assert 'the outcome is unknown' in output
     expected = sample_profile('trapezoid', [0.0, 0.1, 0.2], [0.5, -0.25, 1.0], 1.5, 9,
                               ('a', 'b', 'c'))
     assert_message_equals(received[0], expected)

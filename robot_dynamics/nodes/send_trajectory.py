@@ -3,15 +3,25 @@
     send_trajectory --positions 0.1 0.2 ... --duration 2.0 --profile quintic|trapezoid
                     [--joints j1 j2 ...] [--points 50] [--start-from q1 q2 ...]
                     [--topic /computed_torque_controller/joint_trajectory]
-                    [--joint-states-topic /joint_states] [--timeout 5.0]
+                    [--action /computed_torque_controller/follow_joint_trajectory]
+                    [--joint-states-topic /joint_states] [--timeout 5.0] [--no-wait]
 
 The move starts from --start-from, or else from the positions on /joint_states (waited for
 up to --timeout). Without --joints the names come from /joint_states, or are joint_1 ..
 joint_n when --start-from is given. The trajectory_msgs/JointTrajectory holds --points
 samples of the profile (positions, velocities, accelerations, none at t = 0) with
 header.stamp = 0 (start on arrival); it is published reliably once a subscriber has matched
-(waited for up to --timeout). Exit status: 0 sent, 1 timed out, 2 bad arguments, 130
-stopped by Ctrl-C (or SIGTERM) before sending.
+(waited for up to --timeout).
+
+When the controller offers the FollowJointTrajectory action (`--action`, by default beside
+`--topic`), the move goes as a goal instead (robot_dynamics.nodes.goal_sender): the
+sender waits for the outcome and prints it. Without an action server (or without
+control_msgs) it publishes on the topic and says that the outcome is unknown.
+
+Exit status: 0 sent on the topic, or the goal SUCCESSFUL (with --no-wait: accepted and
+running), 1 timed out, 2 bad arguments, 3 goal refused (the reason is printed), 4 goal
+failed (aborted, preempted or canceled), 130 stopped by Ctrl-C (or SIGTERM); a running goal
+is canceled first.
 """
 
 import argparse
@@ -28,6 +38,7 @@ from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.nodes import goal_sender
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
@@ -49,9 +60,15 @@ def parse_arguments(argv):
     parser.add_argument('--start-from', type=float, nargs='+', dest='start_from',
                         help='start positions (default: read /joint_states)')
     parser.add_argument('--topic', default=DEFAULT_TOPIC, help=f'default: {DEFAULT_TOPIC}')
+    parser.add_argument('--action', default=None,
+                        help='FollowJointTrajectory action (default: beside --topic, '
+                             f'{goal_sender.action_beside(DEFAULT_TOPIC)})')
     parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
     parser.add_argument('--timeout', type=float, default=5.0,
-                        help='seconds to wait for /joint_states and for a subscriber')
+                        help='seconds to wait for /joint_states, for the controller and '
+                             'for the goal response')
+    parser.add_argument('--no-wait', action='store_true', dest='no_wait',
+                        help='with the action: exit once the goal runs, not at its end')
     args = parser.parse_args(argv)
     n = len(args.positions)
     for name, values in (('--positions', args.positions), ('--start-from', args.start_from)):
@@ -71,6 +88,8 @@ def parse_arguments(argv):
                      f'got {len(args.start_from)}')
     if args.start_from is not None and args.joints is None:
         args.joints = [f'joint_{i + 1}' for i in range(n)]
+    if args.action is None:
+        args.action = goal_sender.action_beside(args.topic)
     return args
 
 
@@ -130,17 +149,11 @@ class TrajectorySender(Node):
             if math.isfinite(position):
                 self.latest[name] = position
 
-    def send(self, msg, timeout):
-        """Wait for a subscriber, publish, wait for the acknowledgement; False on timeout."""
-        deadline = time.monotonic() + timeout
-        while self.publisher.get_subscription_count() == 0:
-            if time.monotonic() >= deadline or not self.running():
-                return False
-            rclpy.spin_once(self, timeout_sec=0.05)
+    def publish(self, msg, timeout):
+        """Publish to the matched subscribers and wait for their acknowledgement."""
         self.publisher.publish(msg)
         if not self.publisher.wait_for_all_acked(Duration(seconds=timeout)):
             self.get_logger().warning('the trajectory was published but not acknowledged')
-        return True
 
 
 def run(node, args):
@@ -166,16 +179,24 @@ def run(node, args):
             return 1
     command = sample_profile(args.profile, start, args.positions, args.duration,
                              args.points, joints)
-    if not node.send(trajectory_message(command), args.timeout):
-        if not node.running():
-            return STOPPED
-        logger.error(f'no subscriber on {node.publisher.topic_name} within {args.timeout} s; '
-                     'is the controller running (check --topic)?')
-        return 1
-    logger.info(f'sent a {args.duration} s {args.profile} move of {joints} from '
-                f'{[round(q, 4) for q in start]} to {args.positions} '
-                f'({args.points} points) on {node.publisher.topic_name}')
-    return 0
+    move = (f'a {args.duration} s {args.profile} move of {joints} from '
+            f'{[round(q, 4) for q in start]} to {args.positions} ({args.points} points)')
+    sender = goal_sender.GoalSender(node, args.action)
+    found = sender.find_controller(node.publisher, args.timeout, node.running)
+    if found == 'action':
+        return sender.run_goal(trajectory_message(command), move, args.timeout, args.no_wait)
+    if found == 'topic':
+        node.publish(trajectory_message(command), args.timeout)
+        logger.info(f'sent {move} on {node.publisher.topic_name}; no action server '
+                    f'{sender.action_name} ({sender.unavailable or "not found"}): the outcome '
+                    'is unknown (watch ~/status and ~/goal_reached)')
+        return 0
+    if not node.running():
+        return STOPPED
+    logger.error(f'no subscriber on {node.publisher.topic_name} and no action server '
+                 f'{sender.action_name} within {args.timeout} s; is the controller running '
+                 '(check --topic, --action)?')
+    return 1
 
 
 def main(args=None):
