@@ -10,6 +10,7 @@ measured position. The whole module skips only when control_msgs cannot be impor
 
 import math
 import os
+import signal
 import subprocess
 import sys
 
@@ -50,6 +51,7 @@ KP, KD = 100.0, 20.0            # config/sim.yaml gains: critical damping, ωn =
 # the critically damped error then obeys e(t) = v0 t exp(−ωn t), at most v0 / (e ωn): for
 # the 1 rad/s moves here, 0.037 rad. The bound asserted leaves room for the nonlinear arm.
 HOLD_BOUND = 0.06
+SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 
 
 def duration(seconds):
@@ -443,3 +445,54 @@ def test_send_trajectory_no_wait_returns_while_the_goal_runs(loop):
     assert 'goal accepted and running' in output
     assert controller.sampler.status(controller._last_t) == 'running'
     settle(loop, 3.5)
+
+
+def start_executable(module):
+    """A node executable as `ros2 run` starts it, with config/sim_1khz.yaml on the wall
+    clock: the controller then runs its own on_state loop and serves the action between
+    states. At 200 Hz and with a 0.5 s state_timeout, so that a loaded test machine does
+    not trip the watchdog (which would rightly abort the goal)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    return subprocess.Popen(
+        [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
+         '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
+         '-p', 'publish_rate:=200.0', '-p', 'state_timeout:=0.5'],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_the_controller_executable_serves_the_action_from_its_own_loop():
+    harness = RosHarness()
+    processes = [start_executable('plant'), start_executable('controller')]
+    try:
+        client = harness.add(MoveItLikeClient(harness.context))
+        harness.spin_until(lambda: client.client.server_is_ready() and len(client.efforts) > 0,
+                           'the executables running')
+        goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(
+            joint_names=JOINTS, points=[JointTrajectoryPoint(
+                positions=[1.4, 0.1, 1.4, 0.1, 0.1, 0.1], time_from_start=duration(1.0))]))
+        future = client.send(goal)
+        harness.spin_until(future.done, 'the goal response')
+        result = future.result().get_result_async()
+        harness.spin_until(result.done, 'the result')
+        assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
+            result.result().result.error_string)
+        feedback = client.feedback[bytes(future.result().goal_id.uuid)]
+        assert len(feedback) >= 10               # 20 Hz over 1 s
+        refused = client.send(FollowJointTrajectory.Goal())
+        harness.spin_until(refused.done, 'the refused goal response')
+        outcome = refused.result().get_result_async()
+        harness.spin_until(outcome.done, 'the refusal')
+        assert outcome.result().result.error_code == Result.INVALID_GOAL
+        assert 'trajectory.points: empty' in outcome.result().result.error_string
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGINT)
+        for process in processes:
+            try:
+                output = process.communicate(timeout=20)[0]
+            except subprocess.TimeoutExpired:
+                process.kill()
+                output = process.communicate()[0]
+            assert process.returncode == 0, output
+        harness.close()
