@@ -41,6 +41,7 @@ except ImportError as error:        # the PyPI-only set-up before control_msgs i
 
 ACTION_NAME = 'follow_joint_trajectory'
 STATE_TOPIC = 'controller_state'
+THROTTLE = 2.0          # s between logged refusals (each client gets its reason)
 REQUEST_DEPTH = 256     # goal, cancel and result requests kept: a burst is queued, not lost
 
 
@@ -140,8 +141,9 @@ class FollowJointTrajectoryInterface:
                 goal = self._install(handle, now)
             except TrajectoryRejected as error:
                 code = rejection_code(error)
-                self.node.get_logger().warning(f'follow_joint_trajectory goal refused '
-                                               f'({code}): {error}')
+                self.node.get_logger().warning(   # the client gets every reason
+                    f'follow_joint_trajectory goal refused ({code}): {error}',
+                    throttle_duration_sec=THROTTLE)
                 self._end(handle, code, str(error))
                 return
             except Exception as error:  # noqa: B902 - a malformed goal must not stop the node
