@@ -25,7 +25,7 @@ from builtin_interfaces.msg import Duration, Time  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from control_msgs.msg import (JointComponentTolerance, JointTolerance,  # noqa: E402
                               JointTrajectoryControllerState)
-from rclpy.action import ActionClient  # noqa: E402
+from rclpy.action import ActionClient, ActionServer  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -376,7 +376,8 @@ def test_a_burst_of_200_hostile_goals_leaves_the_loop_running_with_finite_effort
     cycles = (plant.sim_time - sim_start) / 0.01
     # lock-step: the plant advances a cycle only when its command came (or after 1 s of
     # wall time without one, with a warning): one effort per cycle means no cycle stalled
-    assert len(client.efforts) >= round(cycles)
+    # (less one: the command answering the first state may have come before the clear)
+    assert len(client.efforts) >= round(cycles) - 1
     assert np.all(np.isfinite(client.efforts))
     assert plant.stopped is False
     # still responsive: a valid goal right after the burst succeeds
@@ -390,10 +391,10 @@ def test_without_control_msgs_the_controller_runs_without_the_action(monkeypatch
     try:
         controller = harness.add(ComputedTorqueController(context=harness.context))
         assert isinstance(controller._action, follow_joint_trajectory.NoActionInterface)
-        harness.spin_for(20)
-        names = [name for name, _ in controller.get_service_names_and_types_by_node(
-            controller.get_name(), controller.get_namespace())]
-        assert not any('follow_joint_trajectory' in name for name in names)
+        assert not any(isinstance(w, ActionServer) for w in controller.waitables)
+        topics = [p.topic_name for p in controller.publishers]
+        assert f'{CONTROLLER}/reference' in topics
+        assert f'{CONTROLLER}/controller_state' not in topics
     finally:
         harness.close()
 
