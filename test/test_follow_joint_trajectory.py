@@ -295,6 +295,22 @@ def test_goal_tolerance_violated_after_goal_time_tolerance(loop):
     assert plant.sim_time >= start + 1.3 - 0.011
 
 
+def test_constraints_goal_time_is_the_live_default_goal_time_tolerance(loop):
+    harness, plant, controller, client = loop
+    refused = controller.set_parameters([Parameter('constraints.goal_time', value=-1.0)])
+    assert not refused[0].successful and 'constraints.goal_time' in refused[0].reason
+    assert controller.set_parameters([Parameter('constraints.goal_time', value=0.2)])[
+        0].successful
+    try:
+        goal = move(plant, away(plant, [-v for v in MOVE]), seconds=0.5)
+        goal.goal_tolerance = [JointTolerance(name='joint_1', position=1e-12)]
+        status, result = outcome(loop, run(loop, goal))
+        assert result.error_code == Result.GOAL_TOLERANCE_VIOLATED
+        assert 'goal_time_tolerance 0.2 s' in result.error_string
+    finally:
+        controller.set_parameters([Parameter('constraints.goal_time', value=0.0)])
+
+
 def test_cancel_mid_motion_holds_within_the_stated_bound(loop):
     harness, plant, controller, client = loop
     handle = run(loop, move(plant, away(plant, MOVE), seconds=1.5))
