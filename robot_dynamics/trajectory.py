@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'TrajectoryPoint',
-           'TrajectoryCommand', 'Reference', 'JointTrajectorySampler', 'quintic_coefficients',
-           'cubic_coefficients', 'clamped_spline_knots']
+__all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'finite_number',
+           'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
+           'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots']
 
 
 # |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
@@ -298,7 +298,7 @@ class JointTrajectorySampler:
             self._plan.prune(now)
             self._plan = _hold_plan(self._plan.sample(now)[0], now)
             return
-        start_time = _finite('start_time', command.start_time)
+        start_time = finite_number('start_time', command.start_time)
         if start_time < 0.0:
             raise TrajectoryRejected(f'start_time: {start_time} s is negative')
         columns = self._columns(command.joint_names)
@@ -338,7 +338,7 @@ class JointTrajectorySampler:
         times = np.empty(len(command.points))
         fields = {'positions': [], 'velocities': [], 'accelerations': []}
         for k, point in enumerate(command.points):
-            times[k] = _finite(f'points[{k}].time_from_start', point.time_from_start)
+            times[k] = finite_number(f'points[{k}].time_from_start', point.time_from_start)
             if k == 0 and times[k] < 0.0:
                 raise TrajectoryRejected(f'points[0].time_from_start: {times[k]} s is negative')
             if k > 0 and times[k] <= times[k - 1]:
@@ -446,7 +446,8 @@ class JointTrajectorySampler:
         return full
 
 
-def _finite(field, value):
+def finite_number(field, value):
+    """float(value), or TrajectoryRejected naming `field` for a non-number or NaN/inf."""
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -18,11 +18,11 @@ The result codes are control_msgs' `FollowJointTrajectory.Result` constants.
 
 from collections import namedtuple
 from dataclasses import dataclass
-import math
 
 import numpy as np
 
-from robot_dynamics.trajectory import EndsInThePast, InvalidJoints, TrajectoryRejected
+from robot_dynamics.trajectory import (EndsInThePast, finite_number, InvalidJoints,
+                                       TrajectoryRejected)
 
 __all__ = ['SUCCESSFUL', 'INVALID_GOAL', 'INVALID_JOINTS', 'OLD_HEADER_TIMESTAMP',
            'PATH_TOLERANCE_VIOLATED', 'GOAL_TOLERANCE_VIOLATED', 'JointTolerance',
@@ -65,12 +65,7 @@ class GoalOutcome:
 def resolve_tolerance(default, value, field):
     """A goal's tolerance `value` over `default` (JTC's rule): > 0 replaces it, 0 keeps it,
     -1 erases it (0 = not checked); NaN, inf or another negative value is refused."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TrajectoryRejected(f'{field}: not a number: {value!r}') from None
-    if not math.isfinite(value):
-        raise TrajectoryRejected(f'{field}: not finite ({value})')
+    value = finite_number(field, value)
     if value > 0.0:
         return value
     if value == 0.0:

@@ -59,6 +59,21 @@ class RosHarness:
         rclpy.try_shutdown(context=self.context)
 
 
+def lockstep_loop(integration_step):
+    """The shipped closed loop in a new harness: plant_simulator and
+    computed_torque_controller with config/puma560.yaml and config/sim.yaml (on_state,
+    lock-step on simulated time), as fast as the CPU allows; (harness, plant, controller)."""
+    from rclpy.parameter import Parameter
+    from robot_dynamics.nodes.controller import ComputedTorqueController
+    from robot_dynamics.nodes.plant import PlantSimulator
+    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0', '-p',
+                                              f'integration_step:={integration_step}'])
+    plant = harness.add(PlantSimulator(context=harness.context))
+    controller = harness.add(ComputedTorqueController(
+        context=harness.context, parameter_overrides=[Parameter('use_sim_time', value=True)]))
+    return harness, plant, controller
+
+
 # rcl_interfaces Parameter messages, as `ros2 param set` sends them.
 
 def _parameter(name, **value):

@@ -35,10 +35,9 @@ from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint,  # noqa:
 
 from robot_dynamics.nodes import follow_joint_trajectory  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
-from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402
-from ros_testing import PUMA, REPO, RosHarness, SIM  # noqa: E402
+from ros_testing import lockstep_loop, PUMA, REPO, RosHarness, SIM  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -89,11 +88,7 @@ class MoveItLikeClient(Node):
 
 @pytest.fixture(scope='module')
 def loop():
-    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0',
-                                              '-p', 'integration_step:=0.002'])
-    plant = harness.add(PlantSimulator(context=harness.context))
-    controller = harness.add(ComputedTorqueController(
-        context=harness.context, parameter_overrides=[Parameter('use_sim_time', value=True)]))
+    harness, plant, controller = lockstep_loop(integration_step=0.002)
     client = harness.add(MoveItLikeClient(harness.context))
     harness.spin_until(lambda: client.client.server_is_ready()
                        and client.topic.get_subscription_count() > 0
