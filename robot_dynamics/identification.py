@@ -247,10 +247,11 @@ class PayloadEstimator:
     `cutoff_frequency`). Because each row is linear in π, filtering both sides with the
     same linear filter keeps y_f = Y_f π exact — the filter never has to commute with the
     nonlinear dynamics — while y_f and Y_f only see the acceleration through the filter:
-    the filtered differentiator of q̇ of the "parallel filtering" of Gautier (M. Gautier,
-    "Dynamic identification of robots with power model", Proc. IEEE ICRA 1997, 1922–1927;
+    the filtered differentiator of velocity of the "parallel filtering" used in robot
+    identification (M. Gautier & P. Poignet, "Extended Kalman filtering and weighted least
+    squares dynamic identification of robot", Control Engineering Practice 9(12), 2001;
     W. Khalil & E. Dombre, Modeling, Identification and Control of Robots, Hermes Penton
-    2002, ch. 12). Positions are never differentiated.
+    Science, 2002). Positions are never differentiated.
 
     **Least squares.** Filtered rows are kept every 1/(4·cutoff_frequency) s (decimation:
     the filter leaves nothing above that rate, so the kept rows are about independent) and
@@ -258,11 +259,14 @@ class PayloadEstimator:
     numbers per row, no growing storage). Samples are processed in blocks of `block`
     (one vectorised regressor and inverse-dynamics call per block), so `add` itself only
     appends. `estimate()` solves the ordinary least squares, estimates each joint's
-    residual variance σ_j², and solves again weighted by 1/σ_j² (the weighted least
-    squares of Gautier & Poignet, Control Engineering Practice 9(12), 2001): joints
-    with large efforts do not drown the wrist. Batch least squares, not recursive: the
-    payload is constant while it is identified, and the normal equations give the
-    covariance and the excitation measure directly.
+    residual variance σ_j², and solves again weighted by 1/σ_j² (weighted least squares
+    as in Gautier & Poignet 2001 and J. Swevers, W. Verdonck & J. De Schutter, "Dynamic
+    model identification for industrial robots", IEEE Control Systems Magazine 27(5),
+    2007): joints with large efforts do not drown the wrist. Batch least squares, not
+    recursive: the payload is constant while it is identified, and the normal equations
+    give the covariance and the excitation measure directly. The covariance assumes
+    independent kept rows; it is a lower bound when the residual is not white (see
+    doc/payload-identification.md for measured errors against it).
 
     **Excitation measure.** The condition number of the weighted regressor with π in
     physical units scaled by `length_scale` L (m, m·c/L, I/L²: all in kg) — inf when the
