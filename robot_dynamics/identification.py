@@ -250,7 +250,10 @@ class PayloadEstimator:
 
     The difference of measured velocities is noisy, so every row (y_k and the ten columns
     of Y) then goes through the same low-pass filter (two first-order stages, cut-off
-    `cutoff_frequency`). Because each row is linear in π, filtering both sides with the
+    `cutoff_frequency`). A joint with Coulomb friction whose velocity changes sign within
+    the period or is below `friction_velocity` [rad/s | m/s] at either end has its row of
+    that period set to zero: a reversing or sticking joint's friction is not
+    f_c·sign(q̇). Because each row is linear in π, filtering both sides with the
     same linear filter keeps y_f = Y_f π exact — the filter never has to commute with the
     nonlinear dynamics — while y_f and Y_f only see the acceleration through the filter:
     the filtered differentiator of velocity of the "parallel filtering" used in robot
@@ -283,7 +286,8 @@ class PayloadEstimator:
     """
 
     def __init__(self, model, cutoff_frequency=5.0, max_condition=300.0, min_samples=100,
-                 max_mass_std=0.05, length_scale=0.1, max_gap=0.1, block=20):
+                 max_mass_std=0.05, length_scale=0.1, max_gap=0.1, block=20,
+                 friction_velocity=0.05):
         self.model = model
         self._model0 = model.with_payload()
         self.cutoff_frequency = _positive('cutoff_frequency', cutoff_frequency)
@@ -293,6 +297,7 @@ class PayloadEstimator:
         self.length_scale = _positive('length_scale', length_scale)
         self.max_gap = _positive('max_gap', max_gap)
         self.block = max(0, int(block))
+        self.friction_velocity = float(friction_velocity)
         self._scale = np.array([1.0] + [length_scale] * 3 + [length_scale ** 2] * 6)
         self.reset()
 
@@ -360,6 +365,12 @@ class PayloadEstimator:
         y = tau - np.array([dynamics.inverse_dynamics(self._model0, *state)
                             for state in zip(q_mid, qd_mid, qdd)])
         rows = np.concatenate((Y * self._scale, y[:, :, None]), axis=2)     # (k, n, 11)
+        # Coulomb friction is not f_c·sign(q̇) while a joint reverses or sticks: that
+        # joint's row of the period becomes 0 = 0·π (the other joints' rows of the period
+        # are unaffected: friction acts per joint)
+        slow = (np.sign(qd0) != np.sign(qd1)) | (
+            np.minimum(np.abs(qd0), np.abs(qd1)) < self.friction_velocity)
+        rows[slow & (self._model0.coulomb_friction > 0.0)] = 0.0
         alpha = -np.expm1(-2.0 * math.pi * self.cutoff_frequency * dt)
         keep_every = 0.25 / self.cutoff_frequency
         s1, s2 = self._stage1, self._stage2
