@@ -263,12 +263,13 @@ class PayloadEstimator:
     Science, 2002). Positions are never differentiated.
 
     **Least squares.** Filtered rows are kept every 1/(4·cutoff_frequency) s (decimation:
-    the filter leaves nothing above that rate, so the kept rows are about independent) and
-    summed into per-joint normal equations A_j = Σ Y_jᵀY_j, b_j = Σ Y_jᵀy_j (O(n·10²)
-    numbers per row, no growing storage). Samples are processed in blocks of `block`
-    (one vectorised regressor call per block: about 1.3 ms per 20 samples on a 7-joint
-    arm, 60 µs per sample); with ``block=0`` `add` only appends and the samples wait for
-    `update()` or `estimate()`, e.g. from a slower timer than the control loop. `estimate()` solves the ordinary least squares, estimates each joint's
+    the filter leaves little above that rate, so the kept rows are not far from
+    independent) and summed into per-joint normal equations A_j = Σ Y_jᵀY_j,
+    b_j = Σ Y_jᵀy_j (O(n·10²) numbers per row, no growing storage). Samples are processed
+    in blocks of `block` (one vectorised regressor call per block: about 1.3 ms per 20
+    samples on a 7-joint arm, 60 µs per sample); with ``block=0`` `add` only appends and
+    the samples wait for `update()` or `estimate()`, e.g. from a slower timer than the
+    control loop. `estimate()` solves the ordinary least squares, estimates each joint's
     residual variance σ_j², and solves again weighted by 1/σ_j² (weighted least squares
     as in Gautier & Poignet 2001 and J. Swevers, W. Verdonck & J. De Schutter, "Dynamic
     model identification for industrial robots", IEEE Control Systems Magazine 27(5),
@@ -283,6 +284,12 @@ class PayloadEstimator:
     data leave a combination of parameters undetermined (holding still determines no
     inertia). `excited` requires condition_number ≤ `max_condition`, at least
     `min_samples` kept rows and mass_std ≤ `max_mass_std`.
+
+    **Arguments.** model: the controller's `RobotModel` (its payload is ignored);
+    cutoff_frequency [Hz] of the row filter; max_condition, min_samples, max_mass_std [kg]
+    and length_scale [m]: the excitation test above; max_gap [s]: a longer interval
+    between samples forms no row; block: samples per processing step (0: only on
+    `update`/`estimate`); friction_velocity [rad/s | m/s]: see Coulomb friction above.
     """
 
     def __init__(self, model, cutoff_frequency=5.0, max_condition=300.0, min_samples=100,
@@ -298,6 +305,9 @@ class PayloadEstimator:
         self.max_gap = _positive('max_gap', max_gap)
         self.block = max(0, int(block))
         self.friction_velocity = float(friction_velocity)
+        if not math.isfinite(self.friction_velocity) or self.friction_velocity < 0.0:
+            raise ValueError(f'friction_velocity: must be finite and >= 0, got '
+                             f'{friction_velocity}')
         self._scale = np.array([1.0] + [length_scale] * 3 + [length_scale ** 2] * 6)
         self.reset()
 
@@ -452,9 +462,9 @@ def _solve(A, b):
     inverse_values = np.where(kept, 1.0 / np.where(kept, eigenvalues, 1.0), 0.0)
     inverse = (vectors * inverse_values) @ vectors.T
     cond = math.sqrt(top / eigenvalues[0]) if np.all(kept) else math.inf
-    if not np.all(kept):
-        inverse = inverse + vectors[:, ~kept] @ vectors[:, ~kept].T * math.inf
-        inverse = np.nan_to_num(inverse, nan=math.inf)
+    undetermined = np.sum(vectors[:, ~kept] ** 2, axis=1) > 1e-12   # parameters touched
+    inverse[undetermined, :] = math.inf
+    inverse[:, undetermined] = math.inf
     return (vectors * inverse_values) @ (vectors.T @ b), inverse, cond
 
 
@@ -522,7 +532,8 @@ def exciting_trajectory(model, duration, amplitude=0.5, harmonics=5, base_freque
         raise ValueError(f'amplitude: expected finite values >= 0, got {amplitude}')
     low, high = model.position_min, model.position_max
     if start is None:
-        start = np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high), 0.0)
+        bounded = np.isfinite(low) & np.isfinite(high)
+        start = 0.5 * (np.where(bounded, low, 0.0) + np.where(bounded, high, 0.0))
     start = np.asarray(start, dtype=float)
     if start.shape != (n,) or not np.all(np.isfinite(start)):
         raise ValueError(f'start: expected {n} finite values, got {start}')

@@ -226,3 +226,19 @@ def test_exciting_trajectory_fits_whole_periods_and_is_reproducible():
         np.testing.assert_array_equal(x, y)
     c = exciting_trajectory(model, 7.0, base_frequency=0.2, seed=5)
     assert not np.allclose(a[1], c[1])
+
+
+def test_a_planar_arm_cannot_determine_all_ten_parameters():
+    """A planar 2R arm moves the payload in a plane: most inertia combinations never act,
+    the condition number is infinite and their uncertainty too."""
+    model = load('planar2')
+    t, q, qd, qdd = exciting_trajectory(model, 10.0, amplitude=0.8)
+    tau = dynamics.inverse_dynamics(model.with_payload(**PAYLOAD), q, qd, qdd)
+    estimator = PayloadEstimator(model)
+    for k in range(len(t)):
+        estimator.add(t[k], q[k], qd[k], tau[k])
+    estimate = estimator.estimate()
+    assert estimate.condition_number == math.inf
+    assert not estimate.excited and 'condition number inf' in estimate.reason
+    assert np.any(np.isinf(estimate.parameters_std))
+    assert np.all(np.isfinite(estimate.parameters))
