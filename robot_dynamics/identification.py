@@ -186,7 +186,9 @@ class PayloadEstimate(NamedTuple):
     the data determine π (condition number and mass uncertainty within the estimator's
     limits); consistent: mass ≥ 0 and the centroidal inertia positive semi-definite with
     principal moments satisfying the triangle inequality; reason: why the estimate is not
-    usable, '' when it is (`usable` = excited and consistent).
+    usable, '' when it is (`usable` = excited and consistent). mass, com and inertia are
+    moved onto the consistent set when they are outside it by less than the estimate's
+    precision (see `_nearest_consistent`); parameters keep the raw least-squares values.
     """
 
     mass: float
@@ -407,7 +409,6 @@ class PayloadEstimator:
         pi = theta * self._scale
         cov = cov * np.outer(self._scale, self._scale)
         std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        mass, com, inertia = payload_from_parameters(pi)
         mass_std, com_std = float(std[0]), _com_std(pi, cov)
         reasons = []
         excited = True
@@ -422,7 +423,11 @@ class PayloadEstimator:
             excited = False
             reasons.append(f'not excited: mass uncertainty {mass_std:.3g} kg > '
                            f'{self.max_mass_std:g} kg')
-        inconsistency = physical_consistency(mass, inertia)
+        # the precision asked for (max_mass_std, in kg for every scaled parameter) bounds
+        # how far outside the consistent set an estimate may be and still be moved onto it
+        mass, com, inertia, inconsistency = _nearest_consistent(
+            pi, std, max(3.0 * mass_std, self.max_mass_std),
+            self.max_mass_std * self.length_scale ** 2)
         if inconsistency:
             reasons.append('not physically consistent: ' + inconsistency)
         return PayloadEstimate(mass, com, inertia, pi, std, cov, mass_std, com_std,
@@ -448,6 +453,38 @@ class PayloadEstimator:
         return PayloadEstimate(math.nan, nan3, np.full(6, math.nan), np.full(10, math.nan),
                                np.full(10, math.nan), np.full((10, 10), math.nan), math.nan,
                                nan3, math.inf, self._rows * self.model.n, False, False, reason)
+
+
+def _nearest_consistent(pi, std, mass_tolerance, inertia_tolerance):
+    """(mass, com, centroidal inertia (6,), '' or why not consistent) of π.
+
+    An estimate of a body on the edge of consistency (a point mass has a zero centroidal
+    inertia, no payload a zero mass) falls outside it as often as inside. Within the
+    estimate's precision it is moved onto the consistent set: a mass below zero by at most
+    `mass_tolerance` [kg] becomes 0 (centre of mass 0, the inertia about the frame origin
+    as centroidal inertia); principal moments are projected onto the set (negative ones
+    raised to 0, then, if the largest exceeds the sum of the others, it is lowered and
+    they are raised by a third of the excess), accepted when no moment moves by more than
+    max(`inertia_tolerance` [kg m²], 1 % of the largest moment about the frame origin,
+    3 standard deviations of the inertia entries). Beyond, the raw values are returned
+    with the reason."""
+    mass, com, inertia = payload_from_parameters(pi)
+    about_origin = _inertia_matrix(pi[4:])
+    if -mass_tolerance <= mass < 0.0:
+        mass, com, inertia = 0.0, np.zeros(3), np.array(_urdf6(about_origin))
+    if mass < 0.0 or not math.isfinite(mass):
+        return mass, com, inertia, physical_consistency(mass, inertia)
+    moments, axes = np.linalg.eigh(_inertia_matrix(inertia))
+    projected = np.clip(moments, 0.0, None)
+    excess = projected[2] - projected[0] - projected[1]
+    if excess > 0.0:
+        projected = projected + excess / 3.0 * np.array([1.0, 1.0, -1.0])
+    spread = float(np.max(np.abs(np.linalg.eigvalsh(about_origin))))
+    inertia_std = float(np.max(std[4:])) if np.all(np.isfinite(std[4:])) else 0.0
+    tolerance = max(inertia_tolerance, 0.01 * spread, 3.0 * inertia_std)
+    if np.max(np.abs(projected - moments)) > tolerance:
+        return mass, com, inertia, physical_consistency(mass, inertia)
+    return mass, com, np.array(_urdf6((axes * projected) @ axes.T)), ''
 
 
 def _solve(A, b):
