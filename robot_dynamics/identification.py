@@ -362,7 +362,8 @@ class PayloadEstimator:
 
     def update(self):
         """Process the samples buffered by `add` now (`estimate` does it too). With
-        ``block=0`` `add` only appends (a few µs) and a slower timer calls this."""
+        ``block=0`` `add` only checks and appends (about 10 µs) and a slower timer calls this
+        (about 20 µs per buffered sample, vectorised)."""
         self._process()
 
     def _process(self):
