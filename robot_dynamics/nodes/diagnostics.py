@@ -28,14 +28,15 @@ LEVEL_NAMES = ('OK', 'WARN', 'ERROR')
 TOPIC = '/diagnostics'
 # diagnostics.<name>: default, description (live: settable at runtime, checked >= 0)
 THRESHOLDS = (
-    ('late_cycle_warn', 0.01, 'WARN when more than this fraction of the cycles due in a '
-     'report window were late (started more than one period after they were due)'),
-    ('late_cycle_error', 0.1, 'ERROR when more than this fraction of the cycles due in a '
-     'report window were late'),
+    ('late_cycle_warn', 0.01, 'WARN when more than this share of the cycles due in a '
+     'report window were late (started more than one period after they were due) '
+     '[fraction, 0.01 = 1 %]'),
+    ('late_cycle_error', 0.1, 'ERROR when more than this share of the cycles due in a '
+     'report window were late [fraction]'),
     ('cycle_time_warn', 0.5, 'WARN when the mean cycle time of a report window exceeds '
-     'this fraction of the nominal period'),
+     'this share of the nominal period [fraction of the period]'),
     ('cycle_time_error', 0.9, 'ERROR when the mean cycle time of a report window exceeds '
-     'this fraction of the nominal period'),
+     'this share of the nominal period [fraction of the period]'),
 )
 
 
@@ -169,8 +170,8 @@ class Diagnostics:
         self._node, self._describe = node, describe
         node.cycle_monitor = CycleMonitor(period)
         self.period = as_float('diagnostics.period', declare(
-            node, 'diagnostics.period', 1.0, 'publish a status on /diagnostics every this '
-            'many seconds (steady clock); 0 = none', read_only=True, minimum=0.0,
+            node, 'diagnostics.period', 1.0, 'publish a status on /diagnostics at this '
+            'period [s of steady clock]; 0 = none', read_only=True, minimum=0.0,
             maximum=3600.0), minimum=0.0)
         self.thresholds = {}
         for name, default, description in THRESHOLDS:
