@@ -28,6 +28,7 @@ from ros_testing import doubles, PUMA, REPO, RosHarness
 lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 
@@ -69,6 +70,9 @@ class Operator(Node):
         self.create_subscription(String, f'{CONTROLLER}/status',
                                  lambda m: setattr(self, 'status', m.data), latched)
         self.create_subscription(Log, '/rosout', self.logs.append, 1000)
+        self.diagnostics = []        # the controller's statuses
+        self.create_subscription(DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(
+            s for s in m.status if s.name.startswith('computed_torque_controller:')), 100)
         self.q = Q
 
     def send_state(self):
@@ -85,10 +89,24 @@ class Operator(Node):
         self.trajectory.publish(msg)
 
 
-def call(harness, operator, client, request, what):
-    """Send `request` while the robot keeps publishing states; the response."""
+def call(harness, operator, client, request, what, resend_after=None):
+    """Send `request` while the robot keeps publishing states; the response. An idempotent
+    request may be sent again every `resend_after` s: a client sees the service ready
+    once its request reaches the server, which may be before the response can come back
+    (a response sent before then is lost)."""
     future = client.call_async(request)
-    harness.spin_until(lambda: operator.send_state() or future.done(), what)
+    sent = time.monotonic()
+
+    def answered():
+        nonlocal future, sent
+        operator.send_state()
+        if future.done():
+            return True
+        if resend_after is not None and time.monotonic() - sent > resend_after:
+            client.remove_pending_request(future)
+            future, sent = client.call_async(request), time.monotonic()
+        return False
+    harness.spin_until(answered, what)
     return future.result()
 
 
@@ -99,7 +117,18 @@ def transition(harness, operator, label):
 
 def state(harness, operator):
     return call(harness, operator, operator.get_state, GetState.Request(),
-                'get_state').current_state.id
+                'get_state', resend_after=1.0).current_state.id
+
+
+def reachable(harness, operator):
+    """Until each service has answered once, with requests that change nothing (an
+    unknown transition label, no parameters): after that no response can be lost."""
+    unknown = ChangeState.Request(transition=Transition(label='no_such_transition'))
+    assert not call(harness, operator, operator.change_state, unknown, 'change_state',
+                    resend_after=1.0).success
+    call(harness, operator, operator.set_parameters, SetParameters.Request(),
+         'set_parameters', resend_after=1.0)
+    state(harness, operator)
 
 
 def stream_for(harness, operator, seconds):
@@ -122,6 +151,7 @@ def start(*overrides):
     harness.spin_until(lambda: operator.change_state.service_is_ready()
                        and operator.get_state.service_is_ready()
                        and operator.set_parameters.service_is_ready(), 'lifecycle services')
+    reachable(harness, operator)
     return harness, controller, operator
 
 
@@ -171,12 +201,19 @@ def test_configure_with_a_bad_parameter_fails_naming_it_and_succeeds_once_fixed(
         harness.close()
 
 
+def lifecycle_state(status):
+    return {kv.key: kv.value for kv in status.values}.get('lifecycle state')
+
+
 def test_inactive_commands_nothing_and_activate_starts_from_the_measured_position():
-    harness, controller, operator = start()
+    harness, controller, operator = start('diagnostics.period:=0.2')
     try:
         configured(harness, operator)
-        stream_for(harness, operator, 0.3)
+        stream_until(harness, operator, lambda: operator.diagnostics, 'diagnostics')
         assert operator.efforts == [] and operator.references == []
+        inactive = operator.diagnostics[-1]
+        assert lifecycle_state(inactive) == 'inactive' and inactive.level == DiagnosticStatus.OK
+        assert 'not commanding' in inactive.message
         operator.move_to(GOAL, 5)                      # rejected: not active
         assert transition(harness, operator, 'activate')
         stream_until(harness, operator, lambda: len(operator.efforts) >= 3
@@ -185,6 +222,9 @@ def test_inactive_commands_nothing_and_activate_starts_from_the_measured_positio
         np.testing.assert_allclose(operator.references[0], Q, atol=1e-12)
         np.testing.assert_allclose(operator.efforts[0], gravity(Q), rtol=1e-9, atol=1e-9)
         stream_until(harness, operator, lambda: operator.status == 'holding', 'holding')
+        stream_until(harness, operator, lambda: lifecycle_state(operator.diagnostics[-1])
+                     == 'active', 'diagnostics of the active controller')
+        assert 'watchdog' in {kv.key for kv in operator.diagnostics[-1].values}
     finally:
         harness.close()
 
@@ -281,8 +321,10 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         operator = harness.add(Operator(harness.context))
         harness.spin_until(lambda: operator.change_state.service_is_ready()
                            and operator.get_state.service_is_ready()
+                           and operator.set_parameters.service_is_ready()
                            or process.poll() is not None, 'the lifecycle services')
         assert process.poll() is None
+        reachable(harness, operator)
         stream_for(harness, operator, 0.2)
         assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
         assert operator.efforts == []
