@@ -252,6 +252,8 @@ def test_deactivate_leaves_one_zero_effort_then_silence_and_reactivate_holds_the
         assert state(harness, operator) == State.PRIMARY_STATE_INACTIVE
 
         operator.q = MOVED                              # the arm moved meanwhile
+        stream_until(harness, operator, lambda: np.allclose(controller._q, MOVED),
+                     'the inactive controller to measure it')
         references = len(operator.references)
         assert transition(harness, operator, 'activate')
         stream_until(harness, operator, lambda: len(operator.efforts) > count
