@@ -15,7 +15,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import dynamics
-from ros_testing import PUMA, RosHarness
+from ros_testing import PUMA, resting_state, RosHarness
 
 diagnostic_msgs = pytest.importorskip('diagnostic_msgs')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -36,8 +36,8 @@ PLANT_KEYS = {'mode', 'achieved rate [Hz]', 'cycle time mean [ms]', 'cycle time 
               'late ticks', 'dropped ticks', 'real-time factor', 'watchdog',
               'saturated joints', 'dynamics backend', 'model source'}
 # everything but the watchdog out of the way: a loaded test machine is late now and then
-QUIET = ['diagnostics.late_cycle_warn:=1.0', 'diagnostics.late_cycle_error:=1.0',
-         'diagnostics.cycle_time_warn:=1000.0', 'diagnostics.cycle_time_error:=1000.0']
+QUIET = ('diagnostics.late_cycle_warn:=1.0', 'diagnostics.late_cycle_error:=1.0',
+         'diagnostics.cycle_time_warn:=1000.0', 'diagnostics.cycle_time_error:=1000.0')
 
 
 # ---------------------------------------------------------------------- without ROS
@@ -124,9 +124,23 @@ class Listener(Node):
                 if name.startswith(node_name + ':') for _, s in entries]
 
     def send_state(self, q=Q):
-        msg = JointState(name=JOINTS, position=[float(v) for v in q], velocity=[0.0] * 6)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.states.publish(msg)
+        self.states.publish(resting_state(JOINTS, q, self))
+
+
+def reporting(node_class, *overrides):
+    """One node of `node_class` reporting every 0.2 s, only watchdog and saturation
+    levels (QUIET), and a Listener: (harness, listener, the node's statuses so far)."""
+    args = []
+    for item in ('diagnostics.period:=0.2',) + QUIET + overrides:
+        args += ['-p', item]
+    harness = RosHarness(PUMA, ros_args=args)
+    try:
+        name = harness.add(node_class(context=harness.context)).get_name()
+        listener = harness.add(Listener(harness.context))
+    except Exception:
+        harness.close()
+        raise
+    return harness, listener, lambda: listener.of(name)
 
 
 def values(status):
@@ -165,14 +179,8 @@ def test_both_nodes_publish_about_once_a_second_with_the_documented_keys():
 
 
 def test_controller_watchdog_trip_is_an_error_and_the_status_returns_to_ok():
-    args = ['-p', 'diagnostics.period:=0.2', '-p', 'state_timeout:=0.1']
-    for item in QUIET:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness, listener, reports = reporting(ComputedTorqueController, 'state_timeout:=0.1')
     try:
-        harness.add(ComputedTorqueController(context=harness.context))
-        listener = harness.add(Listener(harness.context))
-        reports = lambda: listener.of('computed_torque_controller')  # noqa: E731
         harness.spin_until(lambda: reports() and values(reports()[-1])['watchdog'] == (
             'waiting for /joint_states'), 'a report before any state')
         assert level(reports()[-1]) == WARN and 'joint_1' in reports()[-1].message
@@ -195,14 +203,9 @@ def test_controller_watchdog_trip_is_an_error_and_the_status_returns_to_ok():
 
 def test_clipped_efforts_are_a_warning_naming_the_joints():
     """Holding Q needs 34 N m on joint_2 against gravity: a 5 N m limit clips it."""
-    args = ['-p', 'diagnostics.period:=0.2', '-p', f'effort_limits:={[5.0] * 6}']
-    for item in QUIET:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness, listener, reports = reporting(ComputedTorqueController,
+                                           f'effort_limits:={[5.0] * 6}')
     try:
-        harness.add(ComputedTorqueController(context=harness.context))
-        listener = harness.add(Listener(harness.context))
-        reports = lambda: listener.of('computed_torque_controller')  # noqa: E731
         harness.spin_until(lambda: listener.send_state() or (
             reports() and int(values(reports()[-1])['saturated cycles']) > 0),
             'a report with clipped cycles')
@@ -215,14 +218,8 @@ def test_clipped_efforts_are_a_warning_naming_the_joints():
 
 
 def test_plant_command_watchdog_is_an_error_while_commands_are_missing():
-    args = ['-p', 'diagnostics.period:=0.2', '-p', 'command_timeout:=0.1']
-    for item in QUIET:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness, listener, reports = reporting(PlantSimulator, 'command_timeout:=0.1')
     try:
-        harness.add(PlantSimulator(context=harness.context))
-        listener = harness.add(Listener(harness.context))
-        reports = lambda: listener.of('plant_simulator')  # noqa: E731
         harness.spin_until(lambda: reports(), 'a report')
         assert values(reports()[-1])['watchdog'] == 'waiting for the first command'
         assert level(reports()[-1]) == OK

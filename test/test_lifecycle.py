@@ -19,11 +19,11 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
-from ros_testing import doubles, PUMA, REPO, RosHarness
+from ros_testing import doubles, move_to, PUMA, REPO, resting_state, RosHarness
 
 lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -71,22 +71,16 @@ class Operator(Node):
                                  lambda m: setattr(self, 'status', m.data), latched)
         self.create_subscription(Log, '/rosout', self.logs.append, 1000)
         self.diagnostics = []        # the controller's statuses
-        self.create_subscription(DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(
-            s for s in m.status if s.name.startswith('computed_torque_controller:')), 100)
+        self.create_subscription(
+            DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(
+                s for s in m.status if s.name.startswith('computed_torque_controller:')), 100)
         self.q = Q
 
     def send_state(self):
-        msg = JointState(name=JOINTS, position=[float(v) for v in self.q],
-                         velocity=[0.0] * 6)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.states.publish(msg)
+        self.states.publish(resting_state(JOINTS, self.q, self))
 
     def move_to(self, goal, duration):
-        msg = JointTrajectory(joint_names=JOINTS)
-        point = JointTrajectoryPoint(positions=[float(v) for v in goal])
-        point.time_from_start.sec = duration
-        msg.points.append(point)
-        self.trajectory.publish(msg)
+        self.trajectory.publish(move_to(JOINTS, goal, duration))
 
 
 def call(harness, operator, client, request, what, resend_after=None):
