@@ -303,6 +303,10 @@ class PlantDiagnostics(Diagnostics):
             b - a for a, b in zip(self._counters, counters))
         self._counters = counters
         free_running = not node.publish_clock
+        advanced = steps / node.steps_per_tick     # ticks integrated (several per call
+        #                                            when catching up): the mean is per tick
+        window = dict(window, mean=window['mean'] * window['cycles'] / advanced
+                      if advanced else 0.0)
         report.add('mode', f'free-running at {1.0 / node.tick_period:g} Hz'
                    if free_running else 'publish_clock' + (' (lock-step)' if node.lockstep
                                                            else ''))
@@ -310,8 +314,7 @@ class PlantDiagnostics(Diagnostics):
             window = dict(window, due=ticks, late=late,
                           rate=ticks / wall if wall > 0.0 else 0.0)
         else:
-            window = dict(window, rate=steps / node.steps_per_tick / wall if wall > 0.0
-                          else 0.0)
+            window = dict(window, rate=advanced / wall if wall > 0.0 else 0.0)
         check_loop(report, window, node.tick_period if free_running else 0.0, thresholds,
                    'ticks')
         if free_running:
