@@ -341,3 +341,21 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
             out, _ = process.communicate()
     assert process.returncode == 0, out
     assert 'configured (inactive)' in out and 'Traceback' not in out
+
+
+def test_a_configure_failing_after_the_topics_exist_leaves_none_behind():
+    """diagnostics.* are declared after the controller's topics were created: refusing
+    one must destroy those topics again (no half-configured node)."""
+    harness = RosHarness(PUMA, ros_args=['-p', 'diagnostics.late_cycle_warn:=-1.0'])
+    try:
+        controller = harness.add(ManagedComputedTorqueController(context=harness.context))
+        logs = []
+        controller.get_logger().error = lambda text, **kwargs: logs.append(text)
+        assert controller.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert len(logs) == 1 and 'diagnostics.late_cycle_warn' in logs[0], logs
+        assert COMMANDS not in topics(controller) and '/diagnostics' not in topics(controller)
+        assert '/joint_states' not in topics(controller)
+        assert not list(controller.timers) and controller.model is None
+        assert controller.lifecycle_state == 'unconfigured'
+    finally:
+        harness.close()
