@@ -199,8 +199,9 @@ def lifecycle_state(status):
     return {kv.key: kv.value for kv in status.values}.get('lifecycle state')
 
 
-def test_inactive_commands_nothing_and_activate_starts_from_the_measured_position():
-    harness, controller, operator = start('diagnostics.period:=0.2')
+@pytest.mark.parametrize('mode', ['timer', 'on_state'])
+def test_inactive_commands_nothing_and_activate_starts_from_the_measured_position(mode):
+    harness, controller, operator = start('diagnostics.period:=0.2', f'control_mode:={mode}')
     try:
         configured(harness, operator)
         stream_until(harness, operator, lambda: operator.diagnostics, 'diagnostics')
