@@ -528,3 +528,34 @@ def test_the_controller_executable_serves_the_action_from_its_own_loop():
                 output = process.communicate()[0]
             assert process.returncode == 0, output
         harness.close()
+
+
+def test_the_managed_controller_refuses_goals_unless_active_and_deactivate_aborts_one():
+    from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
+    from robot_dynamics.nodes.plant import PlantSimulator
+    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0',
+                                              '-p', 'integration_step:=0.005'])
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context))
+        controller = harness.add(ManagedComputedTorqueController(
+            context=harness.context,
+            parameter_overrides=[Parameter('use_sim_time', value=True)]))
+        client = harness.add(MoveItLikeClient(harness.context))
+        loop = (harness, plant, controller, client)
+        controller.trigger_configure()
+        harness.spin_until(client.client.server_is_ready, 'the action server')
+        status, result = outcome(loop, run(loop, move(plant, away(plant, MOVE))))
+        assert result.error_code == Result.INVALID_GOAL
+        assert 'the controller is inactive (activate it first)' in result.error_string
+        controller.trigger_activate()
+        harness.spin_until(lambda: controller._ready, 'the controller holding')
+        handle = run(loop, move(plant, away(plant, MOVE), seconds=1.5))
+        wait_for_progress(loop, handle, 0.3)
+        controller.trigger_deactivate()
+        status, result = outcome(loop, handle)
+        assert status == GoalStatus.STATUS_ABORTED
+        assert 'deactivated' in result.error_string
+        controller.trigger_cleanup()
+        assert not any(isinstance(w, ActionServer) for w in controller.waitables)
+    finally:
+        harness.close()

@@ -166,6 +166,9 @@ class FollowJointTrajectoryInterface:
         TrajectoryRejected (with the goal's field named) and changes nothing if invalid."""
         node = self.node
         request = handle.request
+        state = getattr(node, 'lifecycle_state', 'active')     # controller_managed
+        if state != 'active':
+            raise TrajectoryRejected(f'the controller is {state} (activate it first)')
         if not node._ready:
             raise TrajectoryRejected('not all controlled joints seen on /joint_states yet')
         multi_dof = request.multi_dof_trajectory

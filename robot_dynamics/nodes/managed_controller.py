@@ -112,6 +112,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
     def _stop_commanding(self):
         self.lifecycle_state = 'inactive'
         self._ready = False
+        self._action.preempt('aborted: the controller was deactivated')
         self._publish_command(np.zeros(self.model.n))
         self._set_status('inactive')
 
@@ -157,9 +158,10 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
             for entity in set(getattr(self, kind)) - before[kind]:
                 getattr(self, destroy)(entity)
         for waitable in set(self.waitables) - before['waitables']:
-            self.remove_waitable(waitable)
             if hasattr(waitable, 'destroy'):
-                waitable.destroy()
+                waitable.destroy()          # an ActionServer also removes itself
+            if waitable in self.waitables:
+                self.remove_waitable(waitable)
         for callback in callbacks:
             self.remove_on_set_parameters_callback(callback)
         self._configured = None
