@@ -155,6 +155,9 @@ class FollowJointTrajectoryInterface:
                 self._end(self._goal.handle, INVALID_GOAL, 'preempted by a new goal')
             self._goal = goal
             self.node._goal_reached = None
+            # ACCEPTED -> EXECUTING without scheduling the execute callback: rclpy's public
+            # ServerGoalHandle.execute() would start it now. _update_state is private API,
+            # the same in Jazzy and Kilted (the tests run on both).
             handle._update_state(rclpy_implementation.GoalEvent.EXECUTE)
         trajectory = handle.request.trajectory
         self.node.get_logger().info(
