@@ -559,3 +559,39 @@ def test_the_managed_controller_refuses_goals_unless_active_and_deactivate_abort
         assert not any(isinstance(w, ActionServer) for w in controller.waitables)
     finally:
         harness.close()
+
+
+def start_send_trajectory(*arguments):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    return subprocess.Popen(
+        [sys.executable, '-m', 'robot_dynamics.nodes.send_trajectory', *arguments],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_send_trajectory_exits_4_when_its_goal_is_preempted_and_130_after_canceling_on_ctrl_c(
+        loop):
+    harness, plant, controller, client = loop
+    for stop in ('topic', 'ctrl-c'):
+        process = start_send_trajectory('--positions', *map(str, away(plant, MOVE)),
+                                        '--duration', '3.0')
+        try:
+            harness.spin_until(lambda: controller.sampler.status(controller._last_t)
+                               == 'running', 'the goal running')
+            if stop == 'topic':
+                client.topic.publish(move(plant, away(plant, [0.05] * 6)).trajectory)
+            else:
+                process.send_signal(signal.SIGINT)
+            harness.spin_until(lambda: process.poll() is not None, 'send_trajectory to exit')
+        finally:
+            if process.poll() is None:
+                process.kill()
+        output = process.communicate()[0]
+        if stop == 'topic':
+            assert process.returncode == 4, output
+            assert 'goal aborted: INVALID_GOAL (-1): preempted by a trajectory' in output
+        else:
+            assert process.returncode == 130, output
+            assert 'goal cancel requested' in output
+            assert controller.sampler.status(controller._last_t) == 'holding'
+        settle(loop, 1.0)
