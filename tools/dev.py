@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fresh-machine quick start (Python 3.10+, standard library only).
+"""Fresh-machine quick start (CPython 3.10-3.12, standard library only).
 
     python3 tools/dev.py sim   [--duration 5] [--distro kilted|jazzy] [-- sim options]
     python3 tools/dev.py test  [--distro kilted|jazzy] [-- pytest options]
@@ -90,9 +90,18 @@ def run_sim(python, options):
     return subprocess.run(command + options.extra, cwd=REPO, env=environment()).returncode
 
 
+def pytest_targets(extra):
+    """`test/`, unless the options after `--` name test files or directories themselves."""
+    named = [arg for arg in extra if not arg.startswith('-')
+             and os.path.exists(os.path.join(REPO, arg.split('::')[0]))]
+    return [] if named else ['test']
+
+
 def run_tests(python, options):
-    """pytest on test/, streamed; its summary line repeated at the end."""
-    process = subprocess.Popen([python, '-m', 'pytest', 'test', *options.extra], cwd=REPO,
+    """pytest on test/ (or on the files given after `--`), streamed; its summary line
+    repeated at the end."""
+    process = subprocess.Popen([python, '-m', 'pytest', *pytest_targets(options.extra),
+                                *options.extra], cwd=REPO,
                                env=environment(), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, bufsize=1)
     summary = None
