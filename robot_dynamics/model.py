@@ -1,4 +1,4 @@
-"""The robot model: a serial chain described by Denavit–Hartenberg parameters.
+"""The robot model: a serial chain described by Denavit–Hartenberg parameters or a URDF.
 
 `RobotModel` is immutable and validated once. Everything that does not depend on the
 joint state is precomputed here, in one internal representation that every algorithm
