@@ -15,7 +15,7 @@ the child link frame of movable joint i turned by a constant rotation ``A_i`` wi
 ``A_i Rz(q) A_iᵀ``, hence placement_i = (fixed transforms since body i-1) · origin_i · A_i
 and link frame i = body frame i · A_iᵀ. Inertials are moved into body frames.
 
-Decisions (README "URDF models"):
+Decisions (doc/urdf.md):
 * fixed joints merge their child into the body before them: on the chain, and fixed
   subtrees hanging off a body (sensors, grippers without joints). A fixed joint after the
   last movable joint belongs to the tip body; the tip frame is `tip_link`'s frame.

@@ -1,5 +1,5 @@
 """The reproduction scripts in examples/ run at their CI setting (--short), print their
-tables, and their numbers have the properties the README states."""
+tables, and their numbers have the properties doc/reproductions.md states."""
 
 import contextlib
 import importlib.util
