@@ -115,6 +115,19 @@ def test_no_file_points_to_planning_notes_outside_the_repository():
     assert not hits, 'cite papers or doc/ instead:\n' + '\n'.join(hits)
 
 
+def test_code_and_configs_cite_doc_pages_and_readme_sections_that_exist():
+    sections = {re.match(r'#+\s+(.*)', line).group(1)
+                for line in without_code(read('README.md')).splitlines() if line.startswith('#')}
+    cited = 0
+    for name, text in tracked_text_files():
+        for page in re.findall(r'\bdoc/[\w-]+\.md', text):
+            cited += 1
+            assert os.path.exists(os.path.join(ROOT, page)), f'{name}: cites missing {page}'
+        for section in re.findall(r'README(?:\.md)?,? "([^"]+)"', text):
+            assert section in sections, f'{name}: README has no section "{section}"'
+    assert cited > 20
+
+
 def test_planning_note_pattern_catches_what_it_must_and_spares_ordinary_words():
     for parts in (('see DESIGN', '.md'), ('Seed', ' 000 §2'), ('seed', '-digest-B §2.8'),
                   ('digest', ' A §3.4'), ('..', '/shared/x'), ('issue', ' 6'),
