@@ -123,7 +123,8 @@ def test_code_and_configs_cite_doc_pages_and_readme_sections_that_exist():
         for page in re.findall(r'\bdoc/[\w-]+\.md', text):
             cited += 1
             assert os.path.exists(os.path.join(ROOT, page)), f'{name}: cites missing {page}'
-        for section in re.findall(r'README(?:\.md)?,? "([^"]+)"', text):
+        for section in re.findall(r'README(?:\.md)?,?\s+"([^"]+)"', text):
+            section = ' '.join(section.split())          # a quote wrapped over lines
             assert section in sections, f'{name}: README has no section "{section}"'
     assert cited > 20
 
