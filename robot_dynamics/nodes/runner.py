@@ -15,6 +15,7 @@ node directly. Signals within STOP_GRACE_PERIOD of the first are the same stop (
 the node leaves the graph in order). A signal after that, while the orderly shutdown
 hangs, ends the process at once (exit status 128 + signal number)."""
 
+import atexit
 import contextlib
 import os
 import signal
@@ -46,6 +47,7 @@ class StopRequest:
 
     def __init__(self, grace_period=STOP_GRACE_PERIOD):
         self.grace_period = grace_period
+        self._first = None                   # monotonic time of the first stop signal
         self._event = threading.Event()
         self._callbacks = []
         self._lock = threading.Lock()
@@ -77,7 +79,6 @@ class StopRequest:
         """The Python-level handler: the watcher has done (or will do) the work."""
 
     def _watch(self):
-        first = None                                   # monotonic time of the first signal
         while True:
             data = os.read(self._read_fd, 1)
             if not data or data[0] == 0:               # closed
@@ -85,11 +86,11 @@ class StopRequest:
             signum = data[0]
             if signum not in STOP_SIGNALS:
                 continue
-            if first is not None:
-                if time.monotonic() - first > self.grace_period:   # the shutdown hangs
+            if self._first is not None:
+                if not self._in_grace_period():        # the shutdown hangs
                     os._exit(128 + signum)
                 continue                               # e.g. launch's copy of a Ctrl-C
-            first = time.monotonic()
+            self._first = time.monotonic()
             self._event.set()
             with self._lock:
                 callbacks = list(self._callbacks)
@@ -99,13 +100,22 @@ class StopRequest:
                 except Exception:  # noqa: B902 - e.g. the node's guard condition is gone
                     pass
 
+    def _in_grace_period(self):
+        return (self._first is not None
+                and time.monotonic() - self._first <= self.grace_period)
+
     def close(self):
-        """Restore the previous handlers and stop the watcher."""
+        """Restore the previous handlers and stop the watcher. Within the grace period of
+        a stop, the restored handlers first ignore what is left of it (the orderly stop
+        may end before launch's copy of the signal arrives)."""
         if self._thread is None:
             return
         signal.set_wakeup_fd(self._wakeup_fd)
         for signum, handler in self._handlers.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, self._after_the_stop(handler) if self._in_grace_period()
+                          else handler)
+        if self._in_grace_period():   # the process may end before the grace period does
+            atexit.register(self._ignore_at_exit)
         with self._lock:
             self._callbacks.clear()
         os.write(self._write_fd, b'\0')
@@ -113,6 +123,29 @@ class StopRequest:
         if not self._thread.is_alive():
             os.close(self._read_fd)
         os.close(self._write_fd)
+
+
+    def _after_the_stop(self, previous):
+        """A handler that ignores a stop signal within the grace period and then hands
+        it to `previous` (restored for the signals after)."""
+        def handler(signum, frame):
+            if self._in_grace_period():
+                return
+            signal.signal(signum, previous)
+            if callable(previous):
+                previous(signum, frame)
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signum)
+        return handler
+
+
+    def _ignore_at_exit(self):
+        """At interpreter exit, within the grace period: ignore the stop signals (Python
+        resets its handlers to the default action while it finalises: a late copy of the
+        SIGINT would end the stopped process with -2 instead of 0)."""
+        if self._in_grace_period():
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
 
 
 def spin(node, executor, running):
