@@ -28,7 +28,7 @@ from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_dynamics.nodes.params_file import ParamsFileError
+from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
@@ -181,8 +181,9 @@ def run(node, args):
 
 def main(args=None):
     argv = sys.argv if args is None else list(args)
-    options = parse_arguments(remove_ros_args(argv)[1:])
     try:
+        check_params_files(argv)         # before rcl reads them (remove_ros_args does)
+        options = parse_arguments(remove_ros_args(argv)[1:])
         with ros_session(argv) as stop:
             node = TrajectorySender(options.topic, options.states_topic, stop.running)
             try:
