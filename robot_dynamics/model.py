@@ -44,6 +44,18 @@ URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
              'lock_side_joints')
 
 
+# The robot descriptions other than a DH table, by `robot.source`: name -> function of the
+# nested robot block that returns the model. `robot_dynamics.urdf` adds "urdf" (the package
+# imports it), so that module depends on this one and not the other way round.
+MODEL_SOURCES = {}
+
+
+def register_model_source(name, build):
+    """Let `RobotModel.from_params` build ``robot.source: <name>`` blocks with
+    ``build(block)``."""
+    MODEL_SOURCES[name] = build
+
+
 class ParameterFileLoader(yaml.SafeLoader):
     """PyYAML's safe loader with YAML 1.2 floats: ``4e-05`` and ``1E3`` are numbers, as
     rcl's parameter-file parser reads them (PyYAML alone would return the string '4e-05')."""
@@ -243,12 +255,11 @@ class RobotModel:
                  'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia',
                  *PER_JOINT_OPTIONAL}
         source = block.get('source', 'dh')
-        if source == 'urdf':
-            from robot_dynamics import urdf  # imports this module; a URDF needs it at call time
-            return urdf.model_from_params(block)
         if source != 'dh':
-            raise ValueError(f'robot.source: unknown model source {source!r}, '
-                             'expected "dh" or "urdf"')
+            if source not in MODEL_SOURCES:
+                raise ValueError(f'robot.source: unknown model source {source!r}, expected '
+                                 + ' or '.join(f'"{s}"' for s in ('dh', *MODEL_SOURCES)))
+            return MODEL_SOURCES[source](block)
         ignored = {'source', 'name', 'description', *URDF_KEYS}  # read when source is urdf
         unknown = sorted(set(block) - known - ignored)
         if unknown:

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_dynamics.model import (
-    Chain, DEFAULT_GRAVITY, ModelWarning, PER_JOINT_OPTIONAL, RobotModel, URDF_KEYS,
-    combine_bodies, inertia_from_urdf6, transform)
+    Chain, DEFAULT_GRAVITY, ModelWarning, PER_JOINT_OPTIONAL, register_model_source, RobotModel,
+    URDF_KEYS, combine_bodies, inertia_from_urdf6, transform)
 
 __all__ = ['parse_urdf', 'model_from_urdf', 'model_from_params', 'model_to_urdf',
            'urdf_from_parameter_file', 'read_urdf_file', 'UrdfRobot']
@@ -515,6 +515,9 @@ def model_from_params(block):
         block.get('use_urdf_friction', False), block.get('lock_side_joints', False),
         block.get('payload'), {key: block[key] for key in PER_JOINT_OPTIONAL if key in block},
         block.get('accept_nonphysical_inertia', False))
+
+
+register_model_source('urdf', model_from_params)     # RobotModel.from_params: source urdf
 
 
 # ---------------------------------------------------------------------- export
