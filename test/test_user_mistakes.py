@@ -73,10 +73,11 @@ def test_a_plant_parameter_error_is_one_line_from_the_plant_executable(tmp_path,
 
 
 @pytest.mark.parametrize('options, fragment', [
-    (['--control-rate', '0'], 'publish_rate: 0.0 is out of range'),
-    (['--integration-step', '-0.001'], 'integration_step: -0.001 is out of range'),
-    (['--sim-params-file', 'rk45'], "integration_method: 'rk45' is not one of"),
-    (['--sim-params-file', 'short'], 'initial_positions: expected 6 values'),
+    (['--control-rate', '0'], 'error: --control-rate: must be a number > 0, got 0'),
+    (['--integration-step', '-0.001'],
+     'error: --integration-step: must be a number > 0, got -0.001'),
+    *[(['--sim-params-file', mistake], fragment)
+      for mistake, (_, fragment) in sorted(PLANT_MISTAKES.items())],
 ])
 def test_a_plant_parameter_error_is_one_line_from_sim(tmp_path, options, fragment):
     if options[0] == '--sim-params-file':

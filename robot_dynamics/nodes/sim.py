@@ -353,6 +353,12 @@ def main(argv=None):
         print("error: --plot needs matplotlib (pip install matplotlib, or the package's "
               "'plot' extra; apt: python3-matplotlib)", file=sys.stderr)
         return 1
+    for option, value in (('--duration', args.duration), ('--control-rate', args.control_rate),
+                          ('--integration-step', args.integration_step),
+                          ('--move-duration', args.move_duration)):
+        if value is not None and not (value > 0.0 and math.isfinite(value)):
+            print(f'error: {option}: must be a number > 0, got {value:g}', file=sys.stderr)
+            return 1
     for option, path in (('--csv', args.csv), ('--plot', args.plot)):
         problem = path and output_problem(path, option == '--plot')
         if problem:        # said now, not after the run
