@@ -99,9 +99,11 @@ FILE_MISTAKES = {   # file text (None: no file), what the line must name
     'missing': (None, 'no such file'),
     'syntax': ('/**:\n  ros__parameters:\n    gains: {kp: [1.0, 2.0}\n',
                'line 3, column 26: YAML syntax error'),
-    'no wrapper': ('robot:\n  mass: [1.0]\n', "robot/mass: [1.0] is not under a "
-                   '"ros__parameters:" key'),
-    'no ros__parameters': ('/**:\n  robot:\n    mass: [1.0]\n', '/**/robot/mass'),
+    'no wrapper': ('robot:\n  mass: [1.0]\n', 'robot: no "ros__parameters:" below this key'),
+    'no ros__parameters': ('/**:\n  robot:\n    mass: [1.0]\n',
+                           '/**: no "ros__parameters:" below this key'),
+    'beside the wrapper': ('/**:\n  ros__parameters:\n    a: 1.0\n  use_sim_time: true\n',
+                           '/**/use_sim_time: True is not under a "ros__parameters:" key'),
     'integer in floats': ('/**:\n  ros__parameters:\n    robot:\n'
                           '      mass: [0.0, 17.4, 4, 0.82]\n',
                           'robot.mass[2]: 4 is an integer in a list of floats (rcl wants one '

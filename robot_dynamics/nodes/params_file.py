@@ -97,12 +97,22 @@ def _check_nodes(path, mapping, names):
                                       f'parameters, got {value!r}')
             _check_parameters(path, value, '')
         elif isinstance(value, dict):
+            if not _has_wrapper(value):
+                raise ParamsFileError(
+                    f'params file {path}: {where}: no "ros__parameters:" below this key; '
+                    'parameters go under "/**: ros__parameters:" (every node) or '
+                    '"<node name>: ros__parameters:"')
             _check_nodes(path, value, names + [str(key)])
         else:
             raise ParamsFileError(
                 f'params file {path}: {where}: {_shown(value)} is not under a '
                 '"ros__parameters:" key; parameters go under "/**: ros__parameters:" (every '
                 'node) or "<node name>: ros__parameters:"')
+
+
+def _has_wrapper(mapping):
+    return WRAPPER in mapping or any(isinstance(v, dict) and _has_wrapper(v)
+                                     for v in mapping.values())
 
 
 def _check_parameters(path, mapping, prefix):
