@@ -108,6 +108,8 @@ FILE_MISTAKES = {   # file text (None: no file), what the line must name
                           '      mass: [0.0, 17.4, 4, 0.82]\n',
                           'robot.mass[2]: 4 is an integer in a list of floats (rcl wants one '
                           'type per list); write 4.0'),
+    'mixed types': ('/**:\n  ros__parameters:\n    joints: [a, 2]\n',
+                    'joints[1]: 2 is an integer in a list of strings'),
 }
 
 

@@ -138,7 +138,8 @@ def _check_list(path, name, values):
     if len(set(kinds)) > 1:
         i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
         raise ParamsFileError(
-            f'params file {path}: {name}[{i}]: {_shown(values[i])} is a {kinds[i]} in a list '
+            f'params file {path}: {name}[{i}]: {_shown(values[i])} is '
+            f'{"an" if kinds[i][0] in "aeiou" else "a"} {kinds[i]} in a list '
             f'of {kinds[0]}s (rcl wants one type per list)')
 
 
