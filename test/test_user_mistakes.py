@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from ros_testing import PUMA, REPO   # noqa: I100 - sets ROS_DOMAIN_ID first
+from ros_testing import edited_puma_file, PUMA, REPO   # noqa: I100 - sets ROS_DOMAIN_ID
 
 from robot_dynamics.nodes import bringup
 from robot_dynamics.nodes.params_file import check_params_file, params_files, ParamsFileError
@@ -38,16 +38,6 @@ def error_line(stderr):
 
 def write(path, text):
     path.write_text(text)
-    return str(path)
-
-
-def puma_with(tmp_path, edit):
-    """config/puma560.yaml, parsed, edited by `edit(ros__parameters)`, written again."""
-    with open(PUMA, encoding='utf-8') as stream:
-        document = yaml.safe_load(stream)
-    edit(document['/**']['ros__parameters'])
-    path = tmp_path / 'robot.yaml'
-    path.write_text(yaml.safe_dump(document))
     return str(path)
 
 
@@ -214,7 +204,7 @@ def test_dev_py_sim_takes_relative_paths_from_the_callers_directory(tmp_path):
 
 def test_without_the_mark_the_puma_warns_once_per_process(tmp_path):
     """sim builds the model twice (plant and controller): one WARN line for all of it."""
-    robot = puma_with(tmp_path, lambda p: p['robot'].pop('accept_nonphysical_inertia'))
+    robot = edited_puma_file(tmp_path, lambda p: p['robot'].pop('accept_nonphysical_inertia'))
     code, _, stderr = run(['-m', 'robot_dynamics.nodes.sim', '--duration', '0.3',
                            '--params-file', robot])
     assert code == 0, stderr

@@ -143,22 +143,13 @@ def _check_list(path, name, values):
             f'of {kinds[0]}s (rcl wants one type per list)')
 
 
+KINDS = ((type(None), 'null'), (bool, 'boolean'), (int, 'integer'), (float, 'float'),
+         (str, 'string'), (list, 'list'), (dict, 'mapping'))    # bool before int
+
+
 def _kind(value):
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'boolean'
-    if isinstance(value, int):
-        return 'integer'
-    if isinstance(value, float):
-        return 'float'
-    if isinstance(value, str):
-        return 'string'
-    if isinstance(value, list):
-        return 'list'
-    if isinstance(value, dict):
-        return 'mapping'
-    return type(value).__name__
+    return next((name for kind, name in KINDS if isinstance(value, kind)),
+                type(value).__name__)
 
 
 def _shown(value):
