@@ -247,10 +247,11 @@ class RobotModel:
     def from_params(cls, robot):
         """Build from the `robot` parameter block as a dict: nested
         (``{'payload': {'mass': 1.0}}``) or flattened with dots (``{'payload.mass': 1.0}``),
-        the way a node reads it with ``get_parameters_by_prefix('robot')``."""
+        the way a node reads it with ``get_parameters_by_prefix('robot')``. A None value
+        (``null``: how ``ros2 param dump`` writes an unset parameter) is left out."""
         if not isinstance(robot, dict):
             raise ValueError(f'robot: expected a mapping of parameters, got {type(robot).__name__}')
-        block = _nest(robot)
+        block = _nest({key: value for key, value in _flatten(robot).items() if value is not None})
         known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
                  'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia',
                  *PER_JOINT_OPTIONAL}

@@ -142,3 +142,13 @@ def test_a_dumped_file_builds_the_same_controller(running, tmp_path):
         assert copy.get_parameter('robot.source').value is None      # unset, as dumped
     finally:
         again.close()
+
+
+def test_a_dumped_file_loads_in_python_too(running, tmp_path):
+    """RobotModel.from_yaml reads the dump's node section; its nulls are left out."""
+    from robot_dynamics.model import RobotModel
+    harness, controller, client = running
+    path = tmp_path / 'dump.yaml'
+    path.write_text(dump(harness, client))
+    model = RobotModel.from_yaml(str(path), NODE_NAME)
+    assert model.to_params() == controller.model.to_params()

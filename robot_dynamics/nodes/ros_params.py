@@ -76,9 +76,9 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
              and override.type_ == Parameter.Type.STRING and override.value in YAML_NULLS)
     try:
         return node.declare_parameter(name, default, descriptor, ignore_override=unset).value
-    except InvalidParameterValueException:
+    except InvalidParameterValueException as error:
         if override is None or not descriptor.floating_point_range:
-            raise ConfigurationError(f'{name}: invalid value') from None
+            raise ConfigurationError(f'{name}: {error}') from None
         allowed = descriptor.floating_point_range[0]
         raise ConfigurationError(f'{name}: {override.value!r} is out of range '
                                  f'[{allowed.from_value:g}, {allowed.to_value:g}]') from None
