@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from ros_testing import edited_puma_file, PUMA, REPO   # noqa: I100 - sets ROS_DOMAIN_ID
 

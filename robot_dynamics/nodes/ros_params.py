@@ -14,8 +14,8 @@ from std_msgs.msg import String
 from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types', 'robot_model',
-           'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
-           'as_string', 'payload_model', 'seconds']
+           'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool',
+           'as_choice', 'as_string', 'payload_model', 'seconds']
 
 # The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
 ROBOT_PARAMETERS = (

@@ -124,7 +124,6 @@ class StopRequest:
             os.close(self._read_fd)
         os.close(self._write_fd)
 
-
     def _after_the_stop(self, previous):
         """A handler that ignores a stop signal within the grace period and then hands
         it to `previous` (restored for the signals after)."""
@@ -137,7 +136,6 @@ class StopRequest:
             elif previous == signal.SIG_DFL:
                 signal.raise_signal(signum)
         return handler
-
 
     def _ignore_at_exit(self):
         """At interpreter exit, within the grace period: ignore the stop signals (Python
