@@ -94,7 +94,8 @@ def run_sim(python, options):
     command = [python, '-m', 'robot_dynamics.nodes.sim']
     if options.duration is not None:
         command += ['--duration', str(options.duration)]
-    return subprocess.run(command + options.extra, cwd=REPO, env=environment()).returncode
+    # run from the caller's directory: relative --params-file, --csv, --plot paths are theirs
+    return subprocess.run(command + options.extra, env=environment()).returncode
 
 
 def pytest_targets(extra):
@@ -146,7 +147,14 @@ def parse(argv):
                         'instead of .venv-<distro>')
     argv = list(argv)
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
-    options = parser.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
+    options, unknown = parser.parse_known_args(argv[:argv.index('--')] if '--' in argv
+                                               else argv)
+    if unknown:
+        before = ' '.join(a for a in argv if a not in unknown and a != '--')
+        print(f'dev.py: error: {" ".join(unknown)}: options for {options.command} go after '
+              f'--, e.g. python3 tools/dev.py {before} -- {" ".join(unknown + extra)}',
+              file=sys.stderr)
+        raise SystemExit(2)
     options.extra = extra       # after --: passed to sim, pytest or the benchmark
     return options
 

@@ -25,6 +25,7 @@ from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
+                                             keep_float_types,
                                              payload_model, seconds)
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
@@ -130,6 +131,7 @@ class ComputedTorqueController(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)
         self.unexpected_errors = 0   # exceptions caught (and logged) by the callback guard
+        keep_float_types(self)               # integers set live on floats stay floats
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:

@@ -36,6 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
+from robot_dynamics.nodes.params_file import ParamsFileError
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
                                              declare)
@@ -343,6 +344,24 @@ def write_plot(path, names, t, q, q_ref, error, title=None, units=None):
     return figure
 
 
+def output_problem(path, plot=False):
+    """Why `path` cannot be written (None if it can): checked before the run."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f'directory {directory} does not exist'
+    if os.path.isdir(path):
+        return 'is a directory'
+    if not os.access(directory, os.W_OK):
+        return f'directory {directory} is not writable'
+    if plot:
+        extension = os.path.splitext(path)[1].lstrip('.').lower()
+        formats = matplotlib_figure()().canvas.get_supported_filetypes()
+        if extension not in formats:
+            return (f'unknown image format {extension!r} (use one of '
+                    f'{", ".join(sorted(formats))})')
+    return None
+
+
 def write_outputs(args, summary, plant=None):
     """--csv and --plot from the recorded run; False (after one message) if nothing was
     recorded. `plant` (its model) gives the plot its units."""
@@ -368,20 +387,35 @@ def main(argv=None):
         print("error: --plot needs matplotlib (pip install matplotlib, or the package's "
               "'plot' extra; apt: python3-matplotlib)", file=sys.stderr)
         return 1
+    for option, value in (('--duration', args.duration), ('--control-rate', args.control_rate),
+                          ('--integration-step', args.integration_step),
+                          ('--move-duration', args.move_duration)):
+        if value is not None and not (value > 0.0 and math.isfinite(value)):
+            print(f'error: {option}: must be a number > 0, got {value:g}', file=sys.stderr)
+            return 1
+    for option, path in (('--csv', args.csv), ('--plot', args.plot)):
+        problem = path and output_problem(path, option == '--plot')
+        if problem:        # said now, not after the run
+            print(f'error: {option} {path}: {problem}', file=sys.stderr)
+            return 1
     robot_file = args.params_file or config_path('puma560.yaml')
     sim_file = args.sim_params_file or config_path('sim.yaml')
     ros_args = [a for a in args.ros_args if a != '--']
     if ros_args and ros_args[0] == '--ros-args':
         ros_args = ros_args[1:]
-    with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
-                      sim_file, *ros_args]) as stop:
-        try:
-            summary, plant = run(args, running=stop.running)
-        except ConfigurationError as error:
-            rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
-            return 1
-        except (KeyboardInterrupt, ExternalShutdownException):
-            return 0
+    try:
+        with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
+                          sim_file, *ros_args]) as stop:
+            try:
+                summary, plant = run(args, running=stop.running)
+            except ConfigurationError as error:
+                rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
+                return 1
+            except (KeyboardInterrupt, ExternalShutdownException):
+                return 0
+    except ParamsFileError as error:
+        rclpy.logging.get_logger('sim').error(str(error))
+        return 1
     if args.duration is not None:
         print(f'simulated {plant.sim_time:.3f} s')
         print(summary.report())
@@ -392,6 +426,14 @@ def main(argv=None):
 
 def demo_main(args=None):
     """Entry point `demo_move`: the demo move alone (launch/sim.launch.py)."""
+    try:
+        return _demo(args)
+    except ParamsFileError as error:
+        rclpy.logging.get_logger('demo_move').error(str(error))
+        return 1
+
+
+def _demo(args):
     with ros_session(args) as stop:
         try:
             node = DemoMove()
