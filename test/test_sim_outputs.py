@@ -189,6 +189,7 @@ def test_sim_passes_the_robot_the_move_and_rad_units_to_its_plot(tmp_path, monke
         seen.update(path=path, names=names, title=title, units=units)
     monkeypatch.setattr(sim, 'write_plot', record)
     monkeypatch.setattr(sim, 'matplotlib_figure', lambda: object)    # no matplotlib needed
+    monkeypatch.setattr(sim, 'output_problem', lambda path, plot=False: None)
     assert sim.main(['--duration', '0.3', '--plot', str(tmp_path / 'run.png')]) == 0
     assert seen['names'] == JOINTS and seen['units'] == ['rad'] * 6
     assert seen['title'].startswith('puma560.yaml: [LEE] §5 move (90°, 0°, 90°')
