@@ -19,7 +19,7 @@ sender waits for the outcome and prints it. Without an action server (or without
 control_msgs) it publishes on the topic and says that the outcome is unknown.
 
 Exit status: 0 sent on the topic, or the goal SUCCESSFUL (with --no-wait: accepted and
-running), 1 timed out, 2 bad arguments, 3 goal refused (the reason is printed), 4 goal
+running), 1 timed out (or a bad --params-file), 2 bad arguments, 3 goal refused (the reason is printed), 4 goal
 failed (aborted, preempted or canceled), 130 stopped by Ctrl-C (or SIGTERM); a running goal
 is canceled first.
 """
@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes import goal_sender
+from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
@@ -201,13 +202,18 @@ def run(node, args):
 
 def main(args=None):
     argv = sys.argv if args is None else list(args)
-    options = parse_arguments(remove_ros_args(argv)[1:])
-    with ros_session(argv) as stop:
-        node = TrajectorySender(options.topic, options.states_topic, stop.running)
-        try:
-            return run(node, options)
-        finally:
-            node.destroy_node()
+    try:
+        check_params_files(argv)         # before rcl reads them (remove_ros_args does)
+        options = parse_arguments(remove_ros_args(argv)[1:])
+        with ros_session(argv) as stop:
+            node = TrajectorySender(options.topic, options.states_topic, stop.running)
+            try:
+                return run(node, options)
+            finally:
+                node.destroy_node()
+    except ParamsFileError as error:     # --ros-args --params-file: checked before rcl
+        rclpy.logging.get_logger('send_trajectory').error(str(error))
+        return 1
 
 
 if __name__ == '__main__':
