@@ -159,6 +159,10 @@ class FollowJointTrajectoryInterface:
             # ServerGoalHandle.execute() would start it now. _update_state is private API,
             # the same in Jazzy and Kilted (the tests run on both).
             handle._update_state(rclpy_implementation.GoalEvent.EXECUTE)
+        # a first feedback at once: the client knows the goal runs before any outcome
+        node = self.node
+        goal.last_feedback = node._last_t
+        self._publish_feedback(goal, now, node.sampler.sample(now), node._q, node._qd)
         trajectory = handle.request.trajectory
         self.node.get_logger().info(
             f'follow_joint_trajectory goal accepted: {len(trajectory.points)} points, '

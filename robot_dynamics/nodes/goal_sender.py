@@ -2,8 +2,9 @@
 topic), send the move as a goal, report its outcome (doc/action.md).
 
 A controller with the action answers every goal: a refused goal ends at once with its
-error code and reason, so the sender waits for the first feedback (the goal runs) or the
-result, whichever comes first, even with --no-wait.
+error code and reason and no feedback, an accepted one gets a first feedback at once. So
+the sender waits for the first feedback (the goal runs) or the result, whichever comes
+first, even with --no-wait; a result without any feedback is a refusal.
 """
 
 import time
@@ -22,6 +23,8 @@ except ImportError as error:
 ACTION_NAME = 'follow_joint_trajectory'
 DISCOVERY_GRACE = 1.0   # s: after the topic's subscriber matched, wait this long for the
 #                         action server of the same controller before using the topic
+SERVER_GRACE = 0.5      # s: once we see the server, let it see us too (DDS drops a service
+#                         response to a client whose reply reader it has not discovered yet)
 REFUSED = 3             # exit status: the goal was refused (INVALID_*, OLD_HEADER_TIMESTAMP)
 FAILED = 4              # exit status: it ran but did not succeed
 STOPPED = 130
@@ -57,10 +60,12 @@ class GoalSender:
         """'action' once the action server is there, 'topic' when only the topic has a
         subscriber (DISCOVERY_GRACE after it matched), None after `timeout` or a stop."""
         deadline = time.monotonic() + timeout
-        topic_seen = None
+        topic_seen = server_seen = None
         while time.monotonic() < deadline and running():
             if self.client is not None and self.client.server_is_ready():
-                return 'action'
+                server_seen = server_seen or time.monotonic()
+                if time.monotonic() - server_seen >= SERVER_GRACE:
+                    return 'action'
             if publisher.get_subscription_count() > 0:
                 topic_seen = topic_seen or time.monotonic()
                 if self.client is None or time.monotonic() - topic_seen >= DISCOVERY_GRACE:

@@ -19,9 +19,9 @@ sender waits for the outcome and prints it. Without an action server (or without
 control_msgs) it publishes on the topic and says that the outcome is unknown.
 
 Exit status: 0 sent on the topic, or the goal SUCCESSFUL (with --no-wait: accepted and
-running), 1 timed out (or a bad --params-file), 2 bad arguments, 3 goal refused (the reason is printed), 4 goal
-failed (aborted, preempted or canceled), 130 stopped by Ctrl-C (or SIGTERM); a running goal
-is canceled first.
+running), 1 timed out (or a bad --params-file), 2 bad arguments, 3 goal refused (the
+reason is printed), 4 goal failed (aborted, preempted or canceled), 130 stopped by Ctrl-C
+(or SIGTERM); a running goal is canceled first.
 """
 
 import argparse
