@@ -139,6 +139,108 @@ def settle(loop, seconds):
 MOVE = [0.3, -0.2, 0.25, 0.4, -0.5, 0.6]    # rad, a distinct offset per joint
 
 
+# The next two tests run their own controllers under the same names, and come before the
+# module's loop exists: goals they send would otherwise also queue up at its action server.
+
+def start_executable(module):
+    """A node executable as `ros2 run` starts it, with config/sim_1khz.yaml on the wall
+    clock: the controller then runs its own on_state loop and serves the action between
+    states. At 200 Hz and with a 0.5 s state_timeout, so that a loaded test machine does
+    not trip the watchdog (which would rightly abort the goal)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    return subprocess.Popen(
+        [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
+         '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
+         '-p', 'publish_rate:=200.0', '-p', 'state_timeout:=0.5'],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_the_controller_executable_serves_the_action_from_its_own_loop():
+    harness = RosHarness()
+    processes = [start_executable('plant'), start_executable('controller')]
+    try:
+        client = harness.add(MoveItLikeClient(harness.context))
+        harness.spin_until(lambda: client.client.server_is_ready() and len(client.efforts) > 0,
+                           'the executables running')
+        goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(
+            joint_names=JOINTS, points=[JointTrajectoryPoint(
+                positions=[1.4, 0.1, 1.4, 0.1, 0.1, 0.1], time_from_start=duration(1.0))]))
+        future = client.send(goal)
+        harness.spin_until(future.done, 'the goal response')
+        result = future.result().get_result_async()
+        harness.spin_until(result.done, 'the result')
+        assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
+            result.result().result.error_string)
+        feedback = client.feedback[bytes(future.result().goal_id.uuid)]
+        assert len(feedback) >= 10               # 20 Hz over 1 s
+        refused = client.send(FollowJointTrajectory.Goal())
+        harness.spin_until(refused.done, 'the refused goal response')
+        outcome = refused.result().get_result_async()
+        harness.spin_until(outcome.done, 'the refusal')
+        assert outcome.result().result.error_code == Result.INVALID_GOAL
+        assert 'trajectory.points: empty' in outcome.result().result.error_string
+        # A goal runs while 200 hostile goals arrive at once: the own loop keeps answering
+        # states (else the 0.5 s watchdog would abort the goal) and refuses every one.
+        class Now:
+            q = np.array([1.4, 0.1, 1.4, 0.1, 0.1, 0.1])
+        running = client.send(move(Now, [1.2, 0.2, 1.3, 0.0, 0.3, 0.2], seconds=2.0))
+        harness.spin_until(running.done, 'the goal response')
+        result = running.result().get_result_async()      # kept 10 s after the end only
+        burst = [client.send(goal) for goal in hostile_goals(Now, np.random.default_rng(7),
+                                                             200)]
+        harness.spin_until(lambda: all(f.done() for f in burst), 'the 200 goal responses')
+        results = [f.result().get_result_async() for f in burst]
+        harness.spin_until(lambda: all(r.done() for r in results), 'the 200 results')
+        assert all(r.result().result.error_code != Result.SUCCESSFUL for r in results)
+        harness.spin_until(result.done, 'the result of the running goal')
+        assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
+            result.result().result.error_string)
+        assert np.all(np.isfinite(client.efforts))
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGINT)
+        for process in processes:
+            try:
+                output = process.communicate(timeout=20)[0]
+            except subprocess.TimeoutExpired:
+                process.kill()
+                output = process.communicate()[0]
+            assert process.returncode == 0, output
+        harness.close()
+
+
+def test_the_managed_controller_refuses_goals_unless_active_and_deactivate_aborts_one():
+    from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
+    from robot_dynamics.nodes.plant import PlantSimulator
+    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0',
+                                              '-p', 'integration_step:=0.005'])
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context))
+        controller = harness.add(ManagedComputedTorqueController(
+            context=harness.context,
+            parameter_overrides=[Parameter('use_sim_time', value=True)]))
+        client = harness.add(MoveItLikeClient(harness.context))
+        loop = (harness, plant, controller, client)
+        controller.trigger_configure()
+        harness.spin_until(client.client.server_is_ready, 'the action server')
+        status, result = outcome(loop, run(loop, move(plant, away(plant, MOVE))))
+        assert result.error_code == Result.INVALID_GOAL
+        assert 'the controller is inactive (activate it first)' in result.error_string
+        controller.trigger_activate()
+        harness.spin_until(lambda: controller._ready, 'the controller holding')
+        handle = run(loop, move(plant, away(plant, MOVE), seconds=1.5))
+        wait_for_progress(loop, handle, 0.3)
+        controller.trigger_deactivate()
+        status, result = outcome(loop, handle)
+        assert status == GoalStatus.STATUS_ABORTED
+        assert 'deactivated' in result.error_string
+        controller.trigger_cleanup()
+        assert not any(isinstance(w, ActionServer) for w in controller.waitables)
+    finally:
+        harness.close()
+
+
 def test_goal_succeeds_with_final_error_inside_goal_tolerance_and_feedback(loop):
     harness, plant, controller, client = loop
     target = away(plant, MOVE)
@@ -460,105 +562,6 @@ def test_send_trajectory_no_wait_returns_while_the_goal_runs(loop):
     assert 'goal accepted and running' in output
     assert controller.sampler.status(controller._last_t) == 'running'
     settle(loop, 3.5)
-
-
-def start_executable(module):
-    """A node executable as `ros2 run` starts it, with config/sim_1khz.yaml on the wall
-    clock: the controller then runs its own on_state loop and serves the action between
-    states. At 200 Hz and with a 0.5 s state_timeout, so that a loaded test machine does
-    not trip the watchdog (which would rightly abort the goal)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
-    return subprocess.Popen(
-        [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
-         '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
-         '-p', 'publish_rate:=200.0', '-p', 'state_timeout:=0.5'],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def test_the_controller_executable_serves_the_action_from_its_own_loop():
-    harness = RosHarness()
-    processes = [start_executable('plant'), start_executable('controller')]
-    try:
-        client = harness.add(MoveItLikeClient(harness.context))
-        harness.spin_until(lambda: client.client.server_is_ready() and len(client.efforts) > 0,
-                           'the executables running')
-        goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(
-            joint_names=JOINTS, points=[JointTrajectoryPoint(
-                positions=[1.4, 0.1, 1.4, 0.1, 0.1, 0.1], time_from_start=duration(1.0))]))
-        future = client.send(goal)
-        harness.spin_until(future.done, 'the goal response')
-        result = future.result().get_result_async()
-        harness.spin_until(result.done, 'the result')
-        assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
-            result.result().result.error_string)
-        feedback = client.feedback[bytes(future.result().goal_id.uuid)]
-        assert len(feedback) >= 10               # 20 Hz over 1 s
-        refused = client.send(FollowJointTrajectory.Goal())
-        harness.spin_until(refused.done, 'the refused goal response')
-        outcome = refused.result().get_result_async()
-        harness.spin_until(outcome.done, 'the refusal')
-        assert outcome.result().result.error_code == Result.INVALID_GOAL
-        assert 'trajectory.points: empty' in outcome.result().result.error_string
-        # A goal runs while 200 hostile goals arrive at once: the own loop keeps answering
-        # states (else the 0.5 s watchdog would abort the goal) and refuses every one.
-        class Now:
-            q = np.array([1.4, 0.1, 1.4, 0.1, 0.1, 0.1])
-        running = client.send(move(Now, [1.2, 0.2, 1.3, 0.0, 0.3, 0.2], seconds=2.0))
-        harness.spin_until(running.done, 'the goal response')
-        result = running.result().get_result_async()      # kept 10 s after the end only
-        burst = [client.send(goal) for goal in hostile_goals(Now, np.random.default_rng(7),
-                                                             200)]
-        harness.spin_until(lambda: all(f.done() for f in burst), 'the 200 goal responses')
-        results = [f.result().get_result_async() for f in burst]
-        harness.spin_until(lambda: all(r.done() for r in results), 'the 200 results')
-        assert all(r.result().result.error_code != Result.SUCCESSFUL for r in results)
-        harness.spin_until(result.done, 'the result of the running goal')
-        assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
-            result.result().result.error_string)
-        assert np.all(np.isfinite(client.efforts))
-    finally:
-        for process in processes:
-            process.send_signal(signal.SIGINT)
-        for process in processes:
-            try:
-                output = process.communicate(timeout=20)[0]
-            except subprocess.TimeoutExpired:
-                process.kill()
-                output = process.communicate()[0]
-            assert process.returncode == 0, output
-        harness.close()
-
-
-def test_the_managed_controller_refuses_goals_unless_active_and_deactivate_aborts_one():
-    from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
-    from robot_dynamics.nodes.plant import PlantSimulator
-    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0',
-                                              '-p', 'integration_step:=0.005'])
-    try:
-        plant = harness.add(PlantSimulator(context=harness.context))
-        controller = harness.add(ManagedComputedTorqueController(
-            context=harness.context,
-            parameter_overrides=[Parameter('use_sim_time', value=True)]))
-        client = harness.add(MoveItLikeClient(harness.context))
-        loop = (harness, plant, controller, client)
-        controller.trigger_configure()
-        harness.spin_until(client.client.server_is_ready, 'the action server')
-        status, result = outcome(loop, run(loop, move(plant, away(plant, MOVE))))
-        assert result.error_code == Result.INVALID_GOAL
-        assert 'the controller is inactive (activate it first)' in result.error_string
-        controller.trigger_activate()
-        harness.spin_until(lambda: controller._ready, 'the controller holding')
-        handle = run(loop, move(plant, away(plant, MOVE), seconds=1.5))
-        wait_for_progress(loop, handle, 0.3)
-        controller.trigger_deactivate()
-        status, result = outcome(loop, handle)
-        assert status == GoalStatus.STATUS_ABORTED
-        assert 'deactivated' in result.error_string
-        controller.trigger_cleanup()
-        assert not any(isinstance(w, ActionServer) for w in controller.waitables)
-    finally:
-        harness.close()
 
 
 def start_send_trajectory(*arguments):
