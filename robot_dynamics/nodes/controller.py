@@ -25,6 +25,7 @@ from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model, seconds)
+from robot_dynamics.nodes.realtime import declare_realtime
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
@@ -226,6 +227,7 @@ class ComputedTorqueController(Node):
             self, 'state_publish_rate', 0.0, 'at most this rate of the cycle time for '
             '~/reference, ~/feedback, ~/error and ~/output [Hz]; 0 = every cycle',
             read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
+        self.realtime = declare_realtime(self)    # applied by the runner's loop
         self.sampler = JointTrajectorySampler(
             self.joints, position_min=self.model.position_min,
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial)

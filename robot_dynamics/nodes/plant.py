@@ -40,6 +40,7 @@ from robot_dynamics import integration
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model)
+from robot_dynamics.nodes.realtime import declare_realtime
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 
 NODE_NAME = 'plant_simulator'
@@ -168,6 +169,7 @@ class PlantSimulator(Node):
             "torques g(q) to every command, as a robot that compensates gravity in its "
             "firmware (pair with the controller's compensate_gravity: false); the published "
             'effort is the command', read_only=True))
+        self.realtime = declare_realtime(self)    # applied by the runner's loop
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)

@@ -19,6 +19,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from robot_dynamics.nodes import realtime
 from robot_dynamics.nodes.ros_params import ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -116,6 +117,8 @@ def own_loop_after_the_model(loop_of):
     def spin_node(node, executor, running):
         while node.model is None and running() and node.context.ok():
             executor.spin_once(timeout_sec=0.1)
+        if node.model is not None and running():
+            realtime.enter_loop(node)      # gc frozen; realtime.* applied to this thread
         loop = loop_of(node) if node.model is not None else None
         if loop is not None and running():
             loop(executor, running)
