@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 import numpy as np
 
@@ -36,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from robot_dynamics import _fast_numba, codegen, dynamics, integration  # noqa: E402
-from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
+from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
     import pinocchio as pin
@@ -44,42 +43,6 @@ except ImportError:
     pin = None
 
 ACCELERATOR = _fast_numba.available()
-
-
-# ---------------------------------------------------------------------- models
-
-
-def load_preset(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        return RobotModel.from_yaml(os.path.join(REPO, 'config', name + '.yaml'))
-
-
-def random_chain(n, seed=0):
-    """A general n-joint chain: random twists and lengths, full inertias, no zeros for the
-    generator to fold (the worst case for generated code)."""
-    rng = np.random.default_rng(seed)
-    mass = rng.uniform(0.5, 5.0, n)
-    inertia = []
-    for m in mass:
-        Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-        moments = m / 5.0 * rng.uniform(0.01, 0.05, 3)
-        moments = moments + moments.sum() * 0.1       # keep the triangle inequality
-        tensor = Q @ np.diag(moments) @ Q.T
-        inertia += [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1], tensor[1, 2],
-                    tensor[2, 2]]
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        return _random_chain_model(rng, n, mass, inertia)
-
-
-def _random_chain_model(rng, n, mass, inertia):
-    return RobotModel.from_params({
-        'dh_convention': 'standard', 'joint_types': ['revolute'] * n,
-        'a': rng.uniform(-0.3, 0.3, n).tolist(), 'alpha': rng.uniform(-3, 3, n).tolist(),
-        'd': rng.uniform(-0.3, 0.3, n).tolist(), 'theta': rng.uniform(-1, 1, n).tolist(),
-        'mass': mass.tolist(), 'com': rng.uniform(-0.1, 0.1, 3 * n).tolist(),
-        'inertia': [float(v) for v in inertia]})
 
 
 def pinocchio_model(model):
