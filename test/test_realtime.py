@@ -85,6 +85,18 @@ def test_both_nodes_declare_the_options_read_only(harness, node_class):
         assert node.describe_parameter(name).read_only
 
 
+def test_a_parameter_file_with_an_empty_cpu_list_means_all_cpus(tmp_path):
+    path = tmp_path / 'realtime.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    realtime:\n      priority: 80\n'
+                    '      cpu_affinity: []\n      lock_memory: true\n')
+    harness = RosHarness(PUMA, SIM_1KHZ, str(path))
+    try:
+        node = harness.add(ComputedTorqueController(context=harness.context))
+        assert node.realtime == RealtimeOptions(80, (), True)
+    finally:
+        harness.close()
+
+
 def test_a_bad_priority_stops_the_node_at_start_up(harness):
     with pytest.raises(ConfigurationError, match=r'realtime\.priority'):
         ComputedTorqueController(context=harness.context, parameter_overrides=[
