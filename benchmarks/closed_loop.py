@@ -1,5 +1,5 @@
-"""Closed-loop rows of the performance table: controller reaction latency and the 1 kHz loop
-in real time.
+"""Closed-loop rows of the performance table (doc/performance.md): controller reaction
+latency and the 1 kHz loop in real time.
 
     PYTHONPATH=. .venv-kilted/bin/python benchmarks/closed_loop.py [--skip-scaling]
 
@@ -301,7 +301,7 @@ def one_process_lockstep(duration):
 def scaling_models():
     """(name, params file) of the models timed for the scaling rows."""
     from robot_dynamics.model import RobotModel
-    from benchmark_models import random_chain   # the random chains of benchmarks/run.py
+    from benchmark_models import random_chain   # the chains run.py times too
     import yaml
     models = [('planar2', os.path.join(CONFIG, 'planar2.yaml')), ('PUMA 560', PUMA),
               ('Panda (7)', os.path.join(CONFIG, 'panda.yaml'))]

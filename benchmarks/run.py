@@ -1,5 +1,5 @@
-"""The performance benchmark: the public dynamics functions against Pinocchio and the 1 kHz
-closed loop against a bare rclpy relay, one table.
+"""Performance benchmark: the public dynamics functions against Pinocchio and the 1 kHz closed
+loop against a bare rclpy relay, one table.
 
     python3 tools/dev.py bench [-- --repeats N --skip-closed-loop --skip-under-load
                                    --duration S --compile-times]
@@ -15,7 +15,8 @@ Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is 
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
 mean over a ~20 ms loop of calls); times are medians over the samples and each ratio is the
 median of the paired ratios, so that the load of a shared machine cancels. Every target is
-a ratio to the yardstick: the table says what holds on this machine today.
+a ratio to the yardstick (doc/performance.md): the table says what holds on this machine
+today.
 Pinocchio's results are checked against ours first.
 With numba installed, a second column times the optional accelerator (`set_backend('numba')`,
 looped kernels compiled once for every model; the first run compiles and caches them in
@@ -259,7 +260,7 @@ def run(repeats):
         plain, fast = (per_link_growth(t, (6, 12), (50, 100)) if t else None
                        for t in (both['generated'], both.get('numba')))
         table.add(f'marginal cost per link, {what}: (t100 − t50)/50 over (t12 − t6)/6 '
-                  '(1 = linear)', plain, None, 1.2, fast,
+                  '(1 = linear; an extra row, no original target)', plain, None, 1.2, fast,
                   None if fast is None else 1.2, unit='×', ratio_accelerated=fast)
     mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
     table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, None,
