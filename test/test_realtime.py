@@ -5,10 +5,8 @@ allowed); the refused path in a process without RLIMIT_RTPRIO, with a tiny RLIMI
 and without CAP_SYS_NICE and CAP_IPC_LOCK: one warning saying what was refused and how to
 allow it, and the node still controls. The garbage collector is frozen before the loop."""
 
-import ctypes
 import errno
 import os
-import resource
 import subprocess
 import sys
 
@@ -33,9 +31,20 @@ SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-PR_CAPBSET_DROP = 24                 # linux/prctl.h
 CAP_IPC_LOCK, CAP_SYS_NICE = 14, 23  # linux/capability.h
-LIBC = ctypes.CDLL(None, use_errno=True)
+# Runs the command in argv without a real-time priority allowed, with 64 KiB of lockable
+# memory, and with CAP_SYS_NICE and CAP_IPC_LOCK out of the capability bounding set
+# (PR_CAPBSET_DROP = 24), so that even root does not get them back at exec; not root (no
+# CAP_SETPCAP), the drop fails and the process has neither capability anyway.
+UNPRIVILEGED = f"""
+import ctypes, os, resource, sys
+resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, 65536))
+libc = ctypes.CDLL(None, use_errno=True)
+for capability in ({CAP_IPC_LOCK}, {CAP_SYS_NICE}):
+    libc.prctl(24, capability, 0, 0, 0)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
 REFUSED = 'real-time options refused'
 
 
@@ -216,15 +225,16 @@ class Probe(Node):
         self.state_pub.publish(msg)
 
 
-def start_controller(options, preexec_fn=None, env=None):
+def start_controller(options, launcher=()):
+    """The controller executable with the 1 kHz settings and `options`, started through
+    `launcher` (a command that execs its arguments) if given."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
-    environment.update(env or {})
     return subprocess.Popen(
-        [sys.executable, '-m', 'robot_dynamics.nodes.controller', '--ros-args',
+        [*launcher, sys.executable, '-m', 'robot_dynamics.nodes.controller', '--ros-args',
          '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
          *options], env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, preexec_fn=preexec_fn)
+        text=True)
 
 
 def finish(process):
@@ -295,16 +305,6 @@ def test_the_options_are_applied_to_every_thread_of_the_controller(dds):
     assert REFUSED not in out
 
 
-def unprivileged():
-    """preexec_fn: no real-time priority, 64 KiB of lockable memory, and CAP_SYS_NICE and
-    CAP_IPC_LOCK out of the capability bounding set, so that even root does not get them
-    back at exec (without CAP_SETPCAP, i.e. not root, the process has neither anyway)."""
-    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
-    resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, 65536))
-    for capability in (CAP_IPC_LOCK, CAP_SYS_NICE):
-        LIBC.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
-
-
 def effective_capabilities(pid):
     with open(f'/proc/{pid}/status', encoding='utf-8') as stream:
         line = next(line for line in stream if line.startswith('CapEff:'))
@@ -314,7 +314,7 @@ def effective_capabilities(pid):
 def test_refused_options_give_one_warning_and_the_controller_still_controls(dds):
     process = start_controller(
         ['-p', 'realtime.priority:=50', '-p', 'realtime.lock_memory:=true'],
-        preexec_fn=unprivileged)
+        launcher=(sys.executable, '-c', UNPRIVILEGED))
     try:
         commands = answers_states(dds, process)
         hold = np.array(commands[-1].data)
