@@ -225,13 +225,13 @@ class Probe(Node):
         self.state_pub.publish(msg)
 
 
-def start_controller(options, launcher=()):
-    """The controller executable with the 1 kHz settings and `options`, started through
-    `launcher` (a command that execs its arguments) if given."""
+def start_executable(options, launcher=(), executable='controller'):
+    """The `controller` (or `plant`) executable with the 1 kHz settings and `options`,
+    started through `launcher` (a command that execs its arguments) if given."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     return subprocess.Popen(
-        [*launcher, sys.executable, '-m', 'robot_dynamics.nodes.controller', '--ros-args',
+        [*launcher, sys.executable, '-m', f'robot_dynamics.nodes.{executable}', '--ros-args',
          '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
          *options], env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
@@ -284,25 +284,56 @@ def test_the_options_are_applied_to_every_thread_of_the_controller(dds):
     if not fifo_allowed():
         pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
     cpu = min(os.sched_getaffinity(0))
-    process = start_controller(['-p', 'realtime.priority:=11',
+    process = start_executable(['-p', 'realtime.priority:=11',
                                 '-p', f'realtime.cpu_affinity:=[{cpu}]',
                                 '-p', 'realtime.lock_memory:=true'])
     try:
         commands = answers_states(dds, process)
         assert np.all(np.isfinite(commands[-1].data))
-        threads = [int(tid) for tid in os.listdir(f'/proc/{process.pid}/task')]
-        assert len(threads) > 1                    # the loop and the middleware's threads
-        for tid in threads:                        # seen from outside
-            assert os.sched_getscheduler(tid) == os.SCHED_FIFO
-            assert os.sched_getparam(tid).sched_priority == 11
-            assert os.sched_getaffinity(tid) == {cpu}
-        with open(f'/proc/{process.pid}/status', encoding='utf-8') as stream:
-            locked = [line for line in stream if line.startswith('VmLck:')]
-        assert int(locked[0].split()[1]) > 0
+        assert_applied(process.pid, 11, cpu)
     finally:
         out = finish(process)
     assert 'real-time: CPUs' in out and 'SCHED_FIFO priority 11' in out, out
     assert REFUSED not in out
+
+
+def assert_applied(pid, priority, cpu):
+    """Every thread of process `pid` under SCHED_FIFO `priority` on `cpu` alone, and some
+    memory locked: seen from outside."""
+    threads = [int(tid) for tid in os.listdir(f'/proc/{pid}/task')]
+    assert len(threads) > 1                        # the loop and the middleware's threads
+    for tid in threads:
+        assert os.sched_getscheduler(tid) == os.SCHED_FIFO
+        assert os.sched_getparam(tid).sched_priority == priority
+        assert os.sched_getaffinity(tid) == {cpu}
+    with open(f'/proc/{pid}/status', encoding='utf-8') as stream:
+        locked = [line for line in stream if line.startswith('VmLck:')]
+    assert int(locked[0].split()[1]) > 0
+
+
+def test_the_options_are_applied_to_every_thread_of_the_plant(dds):
+    if not fifo_allowed():
+        pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
+    cpu = max(os.sched_getaffinity(0))
+    process = start_executable(['-p', 'realtime.priority:=12',
+                                '-p', f'realtime.cpu_affinity:=[{cpu}]',
+                                '-p', 'realtime.lock_memory:=true'], executable='plant')
+    try:
+        listener = dds.add(Node('realtime_listener', context=dds.context))
+        states = []
+        listener.create_subscription(JointState, '/joint_states', states.append, RELIABLE)
+        # the plant publishes its initial state every tick until a command comes
+        dds.spin_until(lambda: len(states) >= 10 or process.poll() is not None,
+                       'states from the plant')
+        assert process.poll() is None, finish(process)
+        dds.spin_until(lambda: os.sched_getscheduler(process.pid) == os.SCHED_FIFO,
+                       'the loop under SCHED_FIFO')
+        assert_applied(process.pid, 12, cpu)
+        count = len(states)
+        dds.spin_until(lambda: len(states) > count + 10, 'more states')   # it runs on
+    finally:
+        out = finish(process)
+    assert 'SCHED_FIFO priority 12' in out and REFUSED not in out, out
 
 
 def effective_capabilities(pid):
@@ -312,7 +343,7 @@ def effective_capabilities(pid):
 
 
 def test_refused_options_give_one_warning_and_the_controller_still_controls(dds):
-    process = start_controller(
+    process = start_executable(
         ['-p', 'realtime.priority:=50', '-p', 'realtime.lock_memory:=true'],
         launcher=(sys.executable, '-c', UNPRIVILEGED))
     try:
