@@ -9,6 +9,7 @@ import errno
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -361,3 +362,48 @@ def test_refused_options_give_one_warning_and_the_controller_still_controls(dds)
         assert expected in warnings[0], expected
     assert 'WARN' in warnings[0]
     assert process.returncode == 0, out
+
+
+def test_the_managed_controller_applies_the_options_once_configured(dds):
+    if not fifo_allowed():
+        pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
+    lifecycle_srv = pytest.importorskip('lifecycle_msgs.srv')
+    from lifecycle_msgs.msg import Transition
+    cpu = min(os.sched_getaffinity(0))
+    process = start_executable(['-p', 'realtime.priority:=13',
+                                '-p', f'realtime.cpu_affinity:=[{cpu}]',
+                                '-p', 'realtime.lock_memory:=true'],
+                               executable='managed_controller')
+    try:
+        operator = dds.add(Node('realtime_operator', context=dds.context))
+        client = operator.create_client(lifecycle_srv.ChangeState,
+                                        '/computed_torque_controller/change_state')
+        dds.spin_until(lambda: client.service_is_ready() or process.poll() is not None,
+                       'the lifecycle service')
+        assert process.poll() is None, finish(process)
+        assert os.sched_getscheduler(process.pid) == os.SCHED_OTHER    # unconfigured
+
+        def change_state(label, resend_after=None):
+            """Request a transition; the success. A request that changes nothing may be
+            sent again: a response sent before the service has matched us is lost."""
+            request = lifecycle_srv.ChangeState.Request(transition=Transition(label=label))
+            future, sent = client.call_async(request), time.monotonic()
+
+            def answered():
+                nonlocal future, sent
+                if future.done():
+                    return True
+                if resend_after is not None and time.monotonic() - sent > resend_after:
+                    client.remove_pending_request(future)
+                    future, sent = client.call_async(request), time.monotonic()
+                return False
+            dds.spin_until(answered, f'the {label} response')
+            return future.result().success
+        assert not change_state('no_such_transition', resend_after=1.0)
+        assert change_state('configure')
+        dds.spin_until(lambda: os.sched_getscheduler(process.pid) == os.SCHED_FIFO,
+                       'the loop under SCHED_FIFO')
+        assert_applied(process.pid, 13, cpu)
+    finally:
+        out = finish(process)
+    assert 'SCHED_FIFO priority 13' in out and REFUSED not in out, out

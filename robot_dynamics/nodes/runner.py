@@ -109,6 +109,17 @@ def spin(node, executor, running):
         executor.spin_once()
 
 
+def spin_applying_realtime(node, executor, running):
+    """`spin` for a node whose model comes later and may come again (a managed node's
+    configure): the executor, and `realtime.enter_loop` once each new model is in place."""
+    model = None
+    while running() and node.context.ok():
+        executor.spin_once()
+        if node.model is not None and node.model is not model:
+            model = node.model
+            realtime.enter_loop(node)
+
+
 def own_loop_after_the_model(loop_of):
     """A `spin_node` for a node with its own loop: the executor until the node's model
     exists (it may come on robot_description), then ``loop_of(node)`` (a function of the
