@@ -9,7 +9,6 @@ import errno
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -281,13 +280,19 @@ def dds():
     harness.close()
 
 
-def test_the_options_are_applied_to_every_thread_of_the_controller(dds):
+def start_with_every_option(executable, priority, cpu):
+    """The executable under SCHED_FIFO `priority` on `cpu` with its memory locked; the
+    test is skipped where SCHED_FIFO is not allowed."""
     if not fifo_allowed():
         pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
+    return start_executable(['-p', f'realtime.priority:={priority}',
+                             '-p', f'realtime.cpu_affinity:=[{cpu}]',
+                             '-p', 'realtime.lock_memory:=true'], executable=executable)
+
+
+def test_the_options_are_applied_to_every_thread_of_the_controller(dds):
     cpu = min(os.sched_getaffinity(0))
-    process = start_executable(['-p', 'realtime.priority:=11',
-                                '-p', f'realtime.cpu_affinity:=[{cpu}]',
-                                '-p', 'realtime.lock_memory:=true'])
+    process = start_with_every_option('controller', 11, cpu)
     try:
         commands = answers_states(dds, process)
         assert np.all(np.isfinite(commands[-1].data))
@@ -313,12 +318,8 @@ def assert_applied(pid, priority, cpu):
 
 
 def test_the_options_are_applied_to_every_thread_of_the_plant(dds):
-    if not fifo_allowed():
-        pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
     cpu = max(os.sched_getaffinity(0))
-    process = start_executable(['-p', 'realtime.priority:=12',
-                                '-p', f'realtime.cpu_affinity:=[{cpu}]',
-                                '-p', 'realtime.lock_memory:=true'], executable='plant')
+    process = start_with_every_option('plant', 12, cpu)
     try:
         listener = dds.add(Node('realtime_listener', context=dds.context))
         states = []
@@ -365,42 +366,19 @@ def test_refused_options_give_one_warning_and_the_controller_still_controls(dds)
 
 
 def test_the_managed_controller_applies_the_options_once_configured(dds):
-    if not fifo_allowed():
-        pytest.skip('SCHED_FIFO is not allowed here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)')
-    lifecycle_srv = pytest.importorskip('lifecycle_msgs.srv')
-    from lifecycle_msgs.msg import Transition
+    lifecycle = pytest.importorskip('test_lifecycle')   # its operator and transitions
     cpu = min(os.sched_getaffinity(0))
-    process = start_executable(['-p', 'realtime.priority:=13',
-                                '-p', f'realtime.cpu_affinity:=[{cpu}]',
-                                '-p', 'realtime.lock_memory:=true'],
-                               executable='managed_controller')
+    process = start_with_every_option('managed_controller', 13, cpu)
     try:
-        operator = dds.add(Node('realtime_operator', context=dds.context))
-        client = operator.create_client(lifecycle_srv.ChangeState,
-                                        '/computed_torque_controller/change_state')
-        dds.spin_until(lambda: client.service_is_ready() or process.poll() is not None,
-                       'the lifecycle service')
+        operator = dds.add(lifecycle.Operator(dds.context))
+        dds.spin_until(lambda: operator.change_state.service_is_ready()
+                       and operator.get_state.service_is_ready()
+                       and operator.set_parameters.service_is_ready()
+                       or process.poll() is not None, 'the lifecycle services')
         assert process.poll() is None, finish(process)
+        lifecycle.reachable(dds, operator)
         assert os.sched_getscheduler(process.pid) == os.SCHED_OTHER    # unconfigured
-
-        def change_state(label, resend_after=None):
-            """Request a transition; the success. A request that changes nothing may be
-            sent again: a response sent before the service has matched us is lost."""
-            request = lifecycle_srv.ChangeState.Request(transition=Transition(label=label))
-            future, sent = client.call_async(request), time.monotonic()
-
-            def answered():
-                nonlocal future, sent
-                if future.done():
-                    return True
-                if resend_after is not None and time.monotonic() - sent > resend_after:
-                    client.remove_pending_request(future)
-                    future, sent = client.call_async(request), time.monotonic()
-                return False
-            dds.spin_until(answered, f'the {label} response')
-            return future.result().success
-        assert not change_state('no_such_transition', resend_after=1.0)
-        assert change_state('configure')
+        assert lifecycle.transition(dds, operator, 'configure')
         dds.spin_until(lambda: os.sched_getscheduler(process.pid) == os.SCHED_FIFO,
                        'the loop under SCHED_FIFO')
         assert_applied(process.pid, 13, cpu)
