@@ -136,13 +136,22 @@ def process_threads():
 
 def apply_to_threads(options, threads=(0,), set_scheduler=None, set_affinity=None,
                      lock_all=None):
-    """Apply `options` to `threads` (thread ids, 0 = the calling one: priority and
-    affinity) and to the process (memory); a RealtimeReport. The three callables default to
-    the system calls (tests inject a refusal through them)."""
+    """Apply `options` to the process (memory, first: paging it in is not done under
+    SCHED_FIFO) and to `threads` (thread ids, 0 = the calling one: affinity, then
+    priority); a RealtimeReport. The three callables default to the system calls (tests
+    inject a refusal through them)."""
     set_scheduler = set_scheduler or os.sched_setscheduler
     set_affinity = set_affinity or os.sched_setaffinity
     lock_all = lock_all or _mlockall
     applied, refused = [], []
+    if options.lock_memory:
+        try:
+            lock_all()
+            applied.append('memory locked')
+        except OSError as error:
+            refused.append(('lock_memory', f'mlockall refused ({error.strerror}; '
+                            f'RLIMIT_MEMLOCK is {_limit(resource.RLIMIT_MEMLOCK)} bytes, and '
+                            'beyond it a process needs CAP_IPC_LOCK)'))
     if options.cpu_affinity:
         allowed = os.sched_getaffinity(0)
         usable = [cpu for cpu in options.cpu_affinity if cpu in allowed]
@@ -168,14 +177,6 @@ def apply_to_threads(options, threads=(0,), set_scheduler=None, set_affinity=Non
                             f'({error.strerror}; RLIMIT_RTPRIO is '
                             f'{_limit(resource.RLIMIT_RTPRIO)}, and above it a process needs '
                             'CAP_SYS_NICE)'))
-    if options.lock_memory:
-        try:
-            lock_all()
-            applied.append('memory locked')
-        except OSError as error:
-            refused.append(('lock_memory', f'mlockall refused ({error.strerror}; '
-                            f'RLIMIT_MEMLOCK is {_limit(resource.RLIMIT_MEMLOCK)} bytes, and '
-                            'beyond it a process needs CAP_IPC_LOCK)'))
     return RealtimeReport(tuple(applied), tuple(refused))
 
 
