@@ -37,6 +37,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
+from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              payload_model)
@@ -114,6 +115,8 @@ class PlantSimulator(Node):
                if self.publish_clock else '')
             + f'; efforts from {self.command_topic}'
             + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
+               else '')
+            + (f'; {self.measurement_noise.describe()}' if self.measurement_noise.enabled
                else ''))
 
     # ------------------------------------------------------------------ parameters
@@ -171,6 +174,7 @@ class PlantSimulator(Node):
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
+        self.measurement_noise = declare_measurement_noise(self)
 
     def _on_set_parameters(self, parameters):
         """robot.payload.{mass,com,inertia} at runtime: validated and built here (the new
@@ -400,7 +404,8 @@ class PlantSimulator(Node):
                 'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
 
     def destroy_node(self):
-        if self.model is not None and not self.publish_clock and self.ticks:
+        # getattr: a bad parameter may end the start-up before the counters exist
+        if self.model is not None and not self.publish_clock and getattr(self, 'ticks', 0):
             stats = self.loop_statistics()
             self.get_logger().info(
                 'free-running loop (closed_loop={closed_loop}): {ticks} ticks, '
@@ -444,8 +449,9 @@ class PlantSimulator(Node):
             self._clock_pub.publish(ClockMsg(clock=stamp))
         msg = self._state_msg
         msg.header.stamp = stamp
-        msg.position = self.q.tolist()
-        msg.velocity = self.qd.tolist()
+        q, qd = self.measurement_noise.measure(self.q, self.qd)
+        msg.position = q.tolist()
+        msg.velocity = qd.tolist()
         msg.effort = self._tau_applied.tolist()
         self._state_pub.publish(msg)
         self._last_publish_wall = time.monotonic()
