@@ -32,11 +32,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics
+from robot_dynamics import algorithms, dynamics, simulation
+from robot_dynamics.control import ComputedTorqueLaw
 
 __all__ = ['payload_regressor', 'payload_parameters', 'payload_from_parameters',
            'physical_consistency', 'PayloadEstimator', 'PayloadEstimate',
-           'exciting_trajectory', 'ExcitationWarning', 'PARAMETER_NAMES']
+           'exciting_trajectory', 'ExcitationWarning', 'sampled_reference',
+           'identify_in_closed_loop', 'PARAMETER_NAMES']
 
 PARAMETER_NAMES = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
@@ -245,10 +247,11 @@ class PayloadEstimator:
     `cutoff_frequency`). Because each row is linear in π, filtering both sides with the
     same linear filter keeps y_f = Y_f π exact — the filter never has to commute with the
     nonlinear dynamics — while y_f and Y_f only see the acceleration through the filter:
-    the filtered differentiator of q̇ of the "parallel filtering" of Gautier (M. Gautier,
-    "Dynamic identification of robots with power model", Proc. IEEE ICRA 1997, 1922–1927;
+    the filtered differentiator of velocity of the "parallel filtering" used in robot
+    identification (M. Gautier & P. Poignet, "Extended Kalman filtering and weighted least
+    squares dynamic identification of robot", Control Engineering Practice 9(12), 2001;
     W. Khalil & E. Dombre, Modeling, Identification and Control of Robots, Hermes Penton
-    2002, ch. 12). Positions are never differentiated.
+    Science, 2002). Positions are never differentiated.
 
     **Least squares.** Filtered rows are kept every 1/(4·cutoff_frequency) s (decimation:
     the filter leaves nothing above that rate, so the kept rows are about independent) and
@@ -256,11 +259,14 @@ class PayloadEstimator:
     numbers per row, no growing storage). Samples are processed in blocks of `block`
     (one vectorised regressor and inverse-dynamics call per block), so `add` itself only
     appends. `estimate()` solves the ordinary least squares, estimates each joint's
-    residual variance σ_j², and solves again weighted by 1/σ_j² (the weighted least
-    squares of Gautier & Poignet, Control Engineering Practice 9(12), 2001): joints
-    with large efforts do not drown the wrist. Batch least squares, not recursive: the
-    payload is constant while it is identified, and the normal equations give the
-    covariance and the excitation measure directly.
+    residual variance σ_j², and solves again weighted by 1/σ_j² (weighted least squares
+    as in Gautier & Poignet 2001 and J. Swevers, W. Verdonck & J. De Schutter, "Dynamic
+    model identification for industrial robots", IEEE Control Systems Magazine 27(5),
+    2007): joints with large efforts do not drown the wrist. Batch least squares, not
+    recursive: the payload is constant while it is identified, and the normal equations
+    give the covariance and the excitation measure directly. The covariance assumes
+    independent kept rows; it is a lower bound when the residual is not white (see
+    doc/payload-identification.md for measured errors against it).
 
     **Excitation measure.** The condition number of the weighted regressor with π in
     physical units scaled by `length_scale` L (m, m·c/L, I/L²: all in kg) — inf when the
@@ -269,7 +275,7 @@ class PayloadEstimator:
     `min_samples` kept rows and mass_std ≤ `max_mass_std`.
     """
 
-    def __init__(self, model, cutoff_frequency=5.0, max_condition=150.0, min_samples=100,
+    def __init__(self, model, cutoff_frequency=5.0, max_condition=300.0, min_samples=100,
                  max_mass_std=0.05, length_scale=0.1, max_gap=0.1, block=20):
         self.model = model
         self._model0 = model.with_payload()
@@ -524,7 +530,7 @@ def exciting_trajectory(model, duration, amplitude=0.5, harmonics=5, base_freque
                              (speed, limit_margin * model.velocity_max)):
             factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
     for j in np.flatnonzero(factor < 1.0):
-        warnings.warn(f'exciting_trajectory: joint {j} scaled down to {factor[j]:.3g} of the '
+        warnings.warn(f'exciting_trajectory: joint index {j} scaled down to {factor[j]:.3g} of the '
                       f'requested motion to stay within its limits', ExcitationWarning,
                       stacklevel=2)
     return t, start + (q - start) * factor, qd * factor, qdd * factor
@@ -557,3 +563,54 @@ def _regressor_condition(model, q, qd, qdd, length_scale=0.1):
     Y = Y * np.array([1.0] + [length_scale] * 3 + [length_scale ** 2] * 6)
     singular = np.linalg.svd(Y, compute_uv=False)
     return singular[0] / singular[-1] if singular[-1] > 0.0 else math.inf
+
+
+# ---------------------------------------------------------------------- closed loop
+
+
+def sampled_reference(t, q, qd, qdd):
+    """A reference t -> (q_d, q̇_d, q̈_d) that returns the sample of (t, q, q̇, q̈) (as
+    returned by `exciting_trajectory`) nearest in time, the last one after the end."""
+    step = float(t[1] - t[0])
+
+    def reference(time):
+        k = min(max(int(round(time / step)), 0), len(t) - 1)
+        return q[k], qd[k], qdd[k]
+    return reference
+
+
+def identify_in_closed_loop(plant, model, reference, duration, q0, kp, kd,
+                            control_period=0.01, plant_step=0.002, sigma_q=0.0,
+                            sigma_qd=0.0, seed=0, estimator=None, report_period=None):
+    """Simulate (`simulation.simulate_closed_loop`) computed torque with `model` tracking
+    `reference` on `plant`, effort clipped to the model's limits, and feed a
+    `PayloadEstimator` (default settings unless `estimator` is given) every cycle with
+    the measured state and the applied effort. Measurement noise: Gaussian, standard
+    deviations sigma_q [rad | m] and sigma_qd [rad/s | m/s], generator seeded with `seed`.
+
+    Returns (estimate, run, history): the final `PayloadEstimate`, the `ClosedLoopRun`
+    and, every `report_period` s when given, a list of (t, PayloadEstimate)."""
+    law = ComputedTorqueLaw(model, kp, kd)
+    estimator = PayloadEstimator(model) if estimator is None else estimator
+    rng = np.random.default_rng(seed)
+    limits = model.effort_max
+    history = []
+    next_report = report_period
+
+    def measurement(q, qd):
+        return (q + rng.normal(0.0, sigma_q, q.shape) if sigma_q else q,
+                qd + rng.normal(0.0, sigma_qd, qd.shape) if sigma_qd else qd)
+
+    def controller(t, q, qd):
+        nonlocal next_report
+        tau = np.clip(law.effort(q, qd, *reference(t)), -limits, limits)
+        estimator.add(t, q, qd, tau)
+        if next_report is not None and t >= next_report - 1e-9:
+            history.append((t, estimator.estimate()))
+            next_report += report_period
+        return tau
+
+    run = simulation.simulate_closed_loop(plant, controller, reference, duration,
+                                          control_period, plant_step, q0, np.zeros(len(q0)),
+                                          measurement=measurement)
+    return estimator.estimate(), run, history
