@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 
 PANDA = f'{REPO}/config/panda.yaml'
 CONTROLLER = 'computed_torque_controller'
-EXCITATION = 20.0         # s of simulated time: the requirement's upper bound
+EXCITATION = 10.0         # s of simulated time (the requirement: at most 20 s)
 MOVE = 2.0                # s, quintic, as [LEE] §5
 SETTLE = 0.8              # s after a move before the next step
 WIDE = 2.0 * math.pi      # PUMA: [LEE]'s start pose (q3 = 90 deg) is outside the preset's
@@ -63,8 +63,11 @@ class Operator(Node):
         self.errors = []          # (stamp [s], |error| per joint)
         self.estimates = []       # (sim time, Inertia)
         self.qualities = []       # (sim time, {key: value}, DiagnosticStatus)
+        self.states = []          # /joint_states positions, as published
         latched = rclpy_latched()
         self.create_subscription(JointState, f'{CONTROLLER}/error', self._on_error, 100)
+        self.create_subscription(JointState, 'joint_states',
+                                 lambda msg: self.states.append(np.array(msg.position)), 100)
         self.create_subscription(Inertia, f'{CONTROLLER}/payload_estimate',
                                  self._on_estimate, latched)
         self.create_subscription(DiagnosticStatus, f'{CONTROLLER}/payload_estimate/quality',
@@ -166,11 +169,9 @@ class Loop:
     def excite(self, duration=EXCITATION):
         """The `excite` node, as `ros2 run robot_dynamics excite --duration ...` runs it."""
         options = parse_arguments(['--duration', str(duration)])
-        sender = self.harness.add(ExcitationSender(options, context=self.harness.context,
-                                                   parameter_overrides=self.limits))
+        sender = self.harness.add(ExcitationSender(options, context=self.harness.context))
         self.harness.spin_until(lambda: sender.sent or sender.error, 'the excitation sent')
         assert sender.sent, sender.error
-        self.sent_at = self.plant.q.copy()
         self.run_for(duration + 0.3)
         return sender
 
@@ -204,7 +205,7 @@ def session(request):
         # 2. identification on, excitation from where the arm is, estimate
         loop.set_enabled(True)
         sender = loop.excite()
-        found['excitation_start'] = sender.start, loop.sent_at
+        found['excitation_start'] = sender.start, loop.operator.states
         found['estimate'], found['quality'] = loop.final_estimate()
         found['published'] = len(loop.operator.estimates)
         # 3. apply; the move, and back
@@ -236,10 +237,10 @@ def test_holding_still_apply_is_refused_with_its_reason(session):
 
 
 def test_excitation_starts_where_the_arm_is(session):
-    """From the measured position (on the PUMA the wrist sags under the unknown payload
-    while holding: not the initial pose)."""
-    start, measured = session['excitation_start']
-    np.testing.assert_allclose(start, measured, atol=0.02)
+    """At a position published on /joint_states (on the PUMA the wrist sags under the
+    unknown payload while holding: not the initial pose)."""
+    start, states = session['excitation_start']
+    assert min(np.max(np.abs(state - start)) for state in states) == 0.0
 
 
 def test_estimate_within_2_percent_and_5_mm(session):

@@ -3,16 +3,17 @@
     excite [--duration 20] [--amplitude 0.5 [...]] [--harmonics 5] [--base-frequency 0.2]
            [--seed 0] [--sample-period 0.02]
            [--topic /computed_torque_controller/joint_trajectory]
+           [--controller /computed_torque_controller]
            [--joint-states-topic /joint_states] [--timeout 5.0]
-           --ros-args --params-file <robot preset, the controller's>
 
 A finite Fourier series per joint (robot_dynamics.identification.exciting_trajectory) that
 starts and ends at rest at the position read on /joint_states, at most --amplitude from it
 (rad | m; one value, or one per joint), scaled down per joint where it would come within
-10 % of a position or velocity limit of the robot model. The model and the joint names come
-from the ROS parameters, exactly as the controller reads them (robot block, `joints`; with
-robot.source urdf also the robot_description topic): give the excite node the controller's
-parameter file, so the limits are the ones the controller checks. The trajectory is sent as
+10 % of a position or velocity limit. The robot model, its limits and the joint names are
+the controller's: read from its parameters (`robot.*`, `joints`, `robot_description`;
+the node is --controller, by default the one of --topic), or, for a URDF the controller got
+on the robot_description topic, with the URDF from that topic. So the trajectory respects
+exactly the limits the controller checks. It is sent as
 trajectory_msgs/JointTrajectory with a point every --sample-period s (positions, velocities,
 accelerations) from time_from_start 0 (the measured start: the controller's reference steps
 to where the arm is), header.stamp 0 (start on arrival). Exit status: 0 sent, 1 timed out or no
@@ -28,14 +29,18 @@ import warnings
 import numpy as np
 import rclpy
 from rclpy.duration import Duration
+from rcl_interfaces.srv import GetParameters, ListParameters
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.parameter import parameter_value_to_python
+from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
+                       ReliabilityPolicy)
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.identification import ExcitationWarning, exciting_trajectory
-from robot_dynamics.nodes.ros_params import ConfigurationError, declare_robot
+from robot_dynamics.nodes.ros_params import ConfigurationError, robot_model
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.nodes.send_trajectory import DEFAULT_TOPIC, STOPPED, trajectory_message
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
@@ -62,6 +67,9 @@ def parse_arguments(argv):
     parser.add_argument('--sample-period', type=float, default=0.02, dest='sample_period',
                         help='time between trajectory points [s] (default: 0.02)')
     parser.add_argument('--topic', default=DEFAULT_TOPIC, help=f'default: {DEFAULT_TOPIC}')
+    parser.add_argument('--controller', default=None,
+                        help='the controller node whose robot model and limits are used '
+                        '(default: the namespace of --topic)')
     parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
     parser.add_argument('--timeout', type=float, default=5.0,
                         help='seconds to wait for the model, /joint_states and a subscriber')
@@ -76,6 +84,8 @@ def parse_arguments(argv):
         parser.error(f'--harmonics: need at least 2, got {args.harmonics}')
     if args.sample_period > args.duration:
         parser.error('--sample-period: longer than --duration')
+    if args.controller is None:
+        args.controller = args.topic.rsplit('/', 1)[0] or '/'
     return args
 
 
@@ -85,7 +95,7 @@ def excitation_command(model, joints, start, duration, amplitude=0.5, harmonics=
     scaled down]); raises ValueError (e.g. a start outside the position limits). Its first
     point, at t = 0, is `start` at rest: the controller's reference steps there (JTC
     semantics), to where the arm is even if it had sagged away from its reference."""
-    amplitude = np.asarray(amplitude, dtype=float)
+    amplitude = np.asarray(amplitude, dtype=float).ravel()
     if amplitude.size not in (1, model.n):
         raise ValueError(f'amplitude: one value or {model.n} (one per joint), got '
                          f'{amplitude.size}')
@@ -98,14 +108,20 @@ def excitation_command(model, joints, start, duration, amplitude=0.5, harmonics=
     points = tuple(TrajectoryPoint(float(t[k]), tuple(map(float, q[k])),
                                    tuple(map(float, qd[k])), tuple(map(float, qdd[k])))
                    for k in range(len(t)))
-    notes = [str(w.message) for w in caught if issubclass(w.category, ExcitationWarning)]
+    notes = []
+    if any(issubclass(w.category, ExcitationWarning) for w in caught):
+        reached = np.max(np.abs(q - start), axis=0) / np.where(amplitude > 0.0, amplitude, 1.0)
+        notes = [f'{joint}: excursion scaled down to {ratio:.3g} of --amplitude to stay '
+                 'within its position and velocity limits'
+                 for joint, ratio, wanted in zip(joints, reached, np.broadcast_to(
+                     amplitude, (model.n,))) if wanted > 0.0 and ratio < 1.0 - 1e-6]
     return TrajectoryCommand(tuple(joints), points, 0.0), notes
 
 
 class ExcitationSender(Node):
-    """Builds the model from its parameters, reads the start on /joint_states, and sends
-    the exciting trajectory once the controller's trajectory topic has a subscriber;
-    `sent` then turns true (`error` holds why nothing can be sent)."""
+    """Reads the controller's robot model (its parameters) and the start on /joint_states,
+    and sends the exciting trajectory once the controller's trajectory topic has a
+    subscriber; `sent` then turns true (`error` holds why nothing can be sent)."""
 
     def __init__(self, options, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
@@ -115,18 +131,70 @@ class ExcitationSender(Node):
         self.error = None
         self.start = None
         self._latest = {}
+        self._block = None           # the controller's robot block, until the model is built
+        self._pending = None         # the parameter request on its way
         reliable = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         self.publisher = self.create_publisher(JointTrajectory, options.topic, reliable)
         self._states = self.create_subscription(JointState, options.states_topic,
                                                 self._on_joint_states, qos_profile_sensor_data)
-        try:
-            declare_robot(self, self._on_model)
-        except Exception:
-            self.destroy_node()
-            raise
+        controller = options.controller.rstrip('/')
+        self._list = self.create_client(ListParameters, f'{controller}/list_parameters')
+        self._get = self.create_client(GetParameters, f'{controller}/get_parameters')
+        self.create_timer(0.1, self._ask_for_the_model)
 
-    def _on_model(self, model, joints):
-        self.model, self.joints = model, joints
+    # ------------------------------------------------------------------ the model
+
+    def _ask_for_the_model(self):
+        if self.model is not None or self.error or self._pending is not None \
+                or self._block is not None or not self._list.service_is_ready():
+            return
+        self._pending = self._list.call_async(ListParameters.Request(prefixes=['robot'],
+                                                                     depth=0))
+        self._pending.add_done_callback(self._on_names)
+
+    def _on_names(self, future):
+        if future.result() is None:            # the call failed: the timer asks again
+            self._pending = None
+            return
+        names = list(future.result().result.names) + ['joints', 'robot_description']
+        self._pending = self._get.call_async(GetParameters.Request(names=names))
+        self._pending.add_done_callback(lambda f: self._on_values(names, f))
+
+    def _on_values(self, names, future):
+        if future.result() is None:
+            self._pending = None
+            return
+        values = {name: parameter_value_to_python(value)
+                  for name, value in zip(names, future.result().values)}
+        block = {name[len('robot.'):]: value for name, value in values.items()
+                 if name.startswith('robot.') and value is not None}
+        joints, description = values.get('joints'), values.get('robot_description')
+        if block.get('source') == 'urdf' and not (block.get('urdf') or block.get('urdf_file')):
+            if not description:      # the controller took it from the topic: so do we
+                self._block, self._joints_parameter = block, joints
+                self.create_subscription(
+                    String, 'robot_description', self._on_description,
+                    QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                               reliability=ReliabilityPolicy.RELIABLE))
+                return
+            block['urdf'] = description
+        self._build(block, joints)
+
+    def _on_description(self, msg):
+        if self.model is None and self._block is not None:
+            self._build({**self._block, 'urdf': msg.data}, self._joints_parameter)
+
+    def _build(self, block, joints):
+        self._pending = None
+        try:
+            self.model, self.joints = robot_model(self, block, joints)
+        except ConfigurationError as error:
+            self.error = f"the controller's robot parameters: {error}"
+            self.get_logger().error(self.error)
+            return
+        self.try_send()
+
+    # ------------------------------------------------------------------ the trajectory
 
     def _on_joint_states(self, msg):
         if self.sent or self.error or len(msg.position) != len(msg.name):
@@ -166,7 +234,8 @@ class ExcitationSender(Node):
 
     def why_waiting(self):
         if self.joints is None:
-            return 'no robot model (pass the robot parameters: --ros-args --params-file ...)'
+            return (f'no robot model from {self.options.controller} (is the controller '
+                    'running? check --controller / --topic)')
         missing = [j for j in self.joints if j not in self._latest]
         if missing:
             return f'no positions for {missing} on {self.options.states_topic}'
@@ -177,11 +246,7 @@ def main(args=None):
     argv = sys.argv if args is None else list(args)
     options = parse_arguments(remove_ros_args(argv)[1:])
     with ros_session(argv) as stop:
-        try:
-            node = ExcitationSender(options)
-        except ConfigurationError as error:
-            rclpy.logging.get_logger(NODE_NAME).error(f'bad parameter: {error}')
-            return 1
+        node = ExcitationSender(options)
         try:
             deadline = time.monotonic() + options.timeout
             while not (node.sent or node.error) and stop.running():
