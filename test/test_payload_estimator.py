@@ -67,6 +67,8 @@ def test_estimator_recovers_every_parameter_from_held_efforts(puma_samples):
     assert np.max(np.abs(estimate.parameters - expected) / scale) < 1e-2
     assert estimate.mass == pytest.approx(PAYLOAD['mass'], rel=1e-3)
     np.testing.assert_allclose(estimate.com, PAYLOAD['com'], atol=2e-4)
+    applied = model.with_payload(**estimate.payload)
+    assert applied.payload.mass == estimate.mass
     assert estimate.samples == estimate.samples // model.n * model.n > 100
     assert np.all(estimate.parameters_std > 0.0) and estimate.mass_std > 0.0
     assert 1.0 <= estimate.condition_number < 300.0
@@ -79,6 +81,16 @@ def test_estimate_does_not_depend_on_the_block_size(puma_samples):
     many = feed(PayloadEstimator(model, block=37), samples[:400])
     np.testing.assert_allclose(one.parameters, many.parameters, rtol=1e-9, atol=1e-12)
     assert one.samples == many.samples
+    deferred = PayloadEstimator(model, block=0)      # add only appends; update() processes
+    for sample in samples[:150]:
+        deferred.add(*sample)
+    assert deferred.samples == 0
+    deferred.update()
+    assert deferred.samples > 0
+    for sample in samples[150:400]:
+        deferred.add(*sample)
+    np.testing.assert_allclose(deferred.estimate().parameters, one.parameters, rtol=1e-9,
+                               atol=1e-12)
 
 
 def test_existing_payload_of_the_model_is_replaced_not_added(puma_samples):

@@ -125,3 +125,23 @@ def test_measurement_noise_degrades_the_estimate_gracefully():
     assert mass_error <= 0.02 * payload['mass']
     assert mass_error <= 5.0 * estimate.mass_std
     assert np.linalg.norm(estimate.com - np.asarray(payload['com'])) <= 5e-3
+
+
+def test_drive_model_with_coulomb_friction_is_identified_too():
+    """The PUMA 560 with its drives (Corke's rotor inertia, viscous and Coulomb friction
+    reflected to the joints, the commented block of config/puma560.yaml) in plant and
+    model: reversing and sticking joints do not bias the estimate."""
+    params = load('puma560').to_params()
+    params.update(armature=[0.784, 2.3248, 0.5769, 0.1908, 0.1707, 0.1941],
+                  viscous_friction=[5.8018, 9.4969, 3.9804, 0.4116, 0.4273, 0.2158],
+                  coulomb_friction=[25.9836, 10.6198, 6.3642, 1.0683, 0.8544, 0.5544])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ModelWarning)
+        model = RobotModel.from_params(params)
+    payload = PAYLOADS['puma560']
+    plant = model.with_payload(**payload)
+    t, q, qd, qdd = exciting_trajectory(model, EXCITATION)
+    estimate, _ = identify(plant, model, sampled_reference(t, q, qd, qdd), q[0], EXCITATION)
+    assert estimate.usable, estimate.reason
+    assert abs(estimate.mass - payload['mass']) <= 0.02 * payload['mass']
+    assert np.linalg.norm(estimate.com - np.asarray(payload['com'])) <= 5e-3
