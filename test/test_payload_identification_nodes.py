@@ -249,6 +249,9 @@ def test_estimate_within_2_percent_and_5_mm(session):
     assert session['published'] >= 20          # about 2 Hz over the excitation
     assert abs(estimate.m - PAYLOAD['mass']) <= 0.02 * PAYLOAD['mass'], estimate
     com = np.array([estimate.com.x, estimate.com.y, estimate.com.z])
+    print(f"{session['robot']}: mass error {(estimate.m - PAYLOAD['mass']) * 1e3:.2f} g, "
+          f"com error {np.linalg.norm(com - PAYLOAD['com']) * 1e3:.3f} mm, condition "
+          f"number {quality['condition_number']}")
     assert np.linalg.norm(com - PAYLOAD['com']) <= 5e-3, com
     # the published quality agrees with the published estimate
     assert float(quality['mass']) == pytest.approx(estimate.m, rel=1e-5)
