@@ -1,4 +1,5 @@
-"""Closed-loop rows of issue 6: controller reaction latency and the 1 kHz loop in real time.
+"""Closed-loop rows of the performance table (doc/performance.md): controller reaction
+latency and the 1 kHz loop in real time.
 
     PYTHONPATH=. .venv-kilted/bin/python benchmarks/closed_loop.py [--skip-scaling]
 

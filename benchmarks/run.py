@@ -1,4 +1,4 @@
-"""Issue 6 benchmark: the public dynamics functions against Pinocchio and the 1 kHz closed
+"""Performance benchmark: the public dynamics functions against Pinocchio and the 1 kHz closed
 loop against a bare rclpy relay, one table.
 
     python3 tools/dev.py bench [-- --repeats N --skip-closed-loop --duration S
@@ -12,7 +12,8 @@ Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is 
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
 mean over a ~20 ms loop of calls); times are medians over the samples and each ratio is the
 median of the paired ratios, so that the load of a shared machine cancels. Every target is
-a ratio to the yardstick (issue 6): the table says what holds on this machine today.
+a ratio to the yardstick (doc/performance.md): the table says what holds on this machine
+today.
 Pinocchio's results are checked against ours first.
 With numba installed, a second column times the optional accelerator (`set_backend('numba')`,
 looped kernels compiled once for every model; the first run compiles and caches them in
@@ -284,7 +285,7 @@ def run(repeats):
     for what in ('ID', 'FD'):
         plain, fast = marginal(models, what, repeats)
         table.add(f'marginal cost per link, {what}: (t100 − t50)/50 over (t12 − t6)/6 '
-                  '(1 = linear; our row, not issue 6\'s)', plain, None, 1.2, fast,
+                  '(1 = linear; an extra row, no original target)', plain, None, 1.2, fast,
                   None if fast is None else 1.2, unit='×', ratio_accelerated=fast)
     mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
     table.add('multiplications, one PUMA 560 inverse dynamics (seeds: 636–852)', mul, None,
@@ -293,8 +294,9 @@ def run(repeats):
 
 
 def closed_loop_rows(table, count, duration):
-    """The closed-loop rows of issue 6, measured by `closed_loop.py`'s functions: every
-    node the shipped executable in its own process, PUMA 560, 1 kHz (see that file)."""
+    """The closed-loop rows of the performance table, measured by `closed_loop.py`'s
+    functions: every node the shipped executable in its own process, PUMA 560, 1 kHz (see
+    that file)."""
     import closed_loop      # a private ROS_DOMAIN_ID, localhost discovery; needs rclpy
     latency = closed_loop.reaction_latency(count)
     (c_med, _, c_miss, c_n), (r_med, _, r_miss, _) = latency['controller'], latency['relay']

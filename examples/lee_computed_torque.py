@@ -2,11 +2,11 @@
 """[LEE] §5 reproduced: computed torque on a PUMA 560 versus PD and PD + gravity.
 
 The test move of [LEE] §5, (90, 0, 90, 0, 0, 0)° → (45, 30, 0, 45, 60, 90)°, on the
-PUMA 560 of config/puma560.yaml (Corke & Armstrong-Hélouvry data, digest B App. A),
+PUMA 560 of config/puma560.yaml (Corke & Armstrong-Hélouvry data [COR]),
 controller sampled at 100 Hz with a zero-order hold, Kp = 100, Kv = 20 (acceleration
 level, critical damping), plant integrated with RK4.
 
-What [LEE] does not give, and is chosen here (digest B §1.6): a quintic point-to-point
+What [LEE] does not give, and is chosen here (doc/reproductions.md): a quintic point-to-point
 profile of duration T (rest to rest), the arm starting at rest on the reference, the plant
 step h, the simulated time (T + 0.5 s), a payload for the model-error case. PD gains are
 the same acceleration gains turned into effort gains with the mass-matrix diagonal at the
@@ -58,7 +58,7 @@ def load_puma(path):
 
 def with_drive_inertia(model):
     """The same arm with the motors' rotor inertia reflected to the joints, armature =
-    Jm·G² (Corke's Jm and gear ratios G, digest B App. A); the config keeps it off."""
+    Jm·G² (Corke's Jm and gear ratios G, [RTB] Puma560.py); the config keeps it off."""
     params = model.to_params()
     params['armature'] = (MOTOR_INERTIA * GEAR_RATIO ** 2).tolist()
     with warnings.catch_warnings():

@@ -5,15 +5,15 @@ the seeds' tables.
 Counts: the arithmetic in the straight-line Newton–Euler that robot_dynamics.codegen
 generates for a model (`codegen.operation_counts(codegen.source(model, 'rnea'))`), for the
 PUMA 560 and [SAS] presets and for generic n-link chains (no zero or unit DH constants,
-full inertia tensors), against seed 001 Tables 1 and 3–4, [LEE] Tables 1–2 and [ANG]
-eq. (7.43) and Tables 7.3–7.4 (digest A §2.8, digest B §1.7, §3.5, §5). The controller
+full inertia tensors), against [TML] Tables 1 and 3–4, [LEE] Tables 1–2 and [ANG]
+eq. (7.43) and Tables 7.3–7.4 (references: doc/references.md). The controller
 count adds the servo acceleration q̈_d + Kv ė + Kp e (2n M, 4n A, as [LEE] Table 2 does).
 sin/cos calls are listed apart: the seeds do not count them.
 
 Timing: one computed-torque law evaluation on the PUMA 560 (ComputedTorqueLaw.effort, the
 call the controller node makes) and one call of the generated scalar kernel, against
 [LEE]'s "approximately 3 ms" on a PDP-11/45 (690·(3.3 + 0.45) µs + 621·(0.5 + 0.45) µs
-= 3.18 ms from its instruction times, digest B §1.6).
+= 3.18 ms from its instruction times, doc/reproductions.md).
 
     python examples/operation_counts.py            # full run
     python examples/operation_counts.py --short    # CI setting (fewer chains, repeats)
@@ -36,10 +36,10 @@ from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
 # Per-formulation (multiplications, additions) as functions of n, as printed by the seeds.
 SEED_FORMULAS = [
-    ('seed 001 Table 1', 'Lagrange', lambda n: (81 * n**3 / 6 + 165 * n**2 / 2 + 5 * n,
+    ('[TML] Table 1', 'Lagrange', lambda n: (81 * n**3 / 6 + 165 * n**2 / 2 + 5 * n,
                                                 40 * n**3 / 3 + 58 * n**2 - 64 * n / 3)),
-    ('seed 001 Table 1', 'Newton-Euler', lambda n: (108 * n - 12, 100 * n - 9)),
-    ('seed 001 Table 1', 'modified N-E', lambda n: (90 * n - 27, 88 * n - 24)),
+    ('[TML] Table 1', 'Newton-Euler', lambda n: (108 * n - 12, 100 * n - 9)),
+    ('[TML] Table 1', 'modified N-E', lambda n: (90 * n - 27, 88 * n - 24)),
     ('[ANG] (7.43)', 'N-E, mass centres', lambda n: (137 * n - 22, 110 * n - 14)),
     ('[ANG] Table 7.3', 'Luh et al. 1980', lambda n: (150 * n - 48, 131 * n - 48)),
     ('[ANG] Table 7.3', 'Walker & Orin 1982', lambda n: (137 * n - 22, 101 * n - 11)),
@@ -129,7 +129,7 @@ def count_tables(models, ns):
         print(f'{"this package":<18}{label:<24}{counts["mul"] + sm:8d}{counts["add"] + sa:8d}')
     print()
     print('Generic n-link revolute chain (no zero/unit DH constants, full inertias)')
-    print(f'{"n":>3}{"mul":>8}{"add":>8}   seed 001 N-E (108n−12, 100n−9)   '
+    print(f'{"n":>3}{"mul":>8}{"add":>8}   [TML] N-E (108n−12, 100n−9)   '
           '[ANG] (137n−22, 110n−14)')
     rows = []
     for n in ns:

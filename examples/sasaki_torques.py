@@ -6,7 +6,7 @@ B (−0.10, 0.35, 1.83) m at constant orientation, interpolating in joint space 
 inverse-kinematics solutions he prints, with a trapezoidal velocity profile in three equal
 thirds (Fig. 6), and plots the driving torques (Figs. 7–12; the curves are not in the text).
 
-The arm is config/sasaki6.yaml: the DH table reconstructed in digest B §2.8 (the paper's d
+The arm is config/sasaki6.yaml: the DH table reconstructed in doc/conventions.md (the paper's d
 column and joint offsets are lost), [SAS]'s masses, g = 9.8 m/s², centre of mass at the
 link midpoints ([SAS] eq. 3.26, corrected) and cylinder inertias (assumed; the paper gives
 none). The duration T is not in the paper: T = 1 s is our choice (peak joint speed
@@ -40,9 +40,10 @@ HAND_O = np.array([1.0, 0.0, 0.0])
 Q_A = np.radians([2.7533, 0.1502, 85.7259, -33.7722, -85.0428, 33.6731])
 Q_B = np.radians([10.4705, 8.7346, 44.3932, -17.1186, -51.8741, 13.6195])
 DURATION = 1.0      # T: not given in [SAS]; our choice, s
-# Static gravity torques at A and B [N m] computed in digest B §2.8 ([derived], not paper
-# results: g = 9.8, centres of mass at the link midpoints); printed for comparison.
-DIGEST_STATIC = {'A': (0.0, -58.8056, -58.4331, 5.6840, 0.0, 0.0),
+# Static gravity torques at A and B [N m] computed independently when the table was
+# reconstructed (doc/conventions.md; not paper results: g = 9.8, centres of mass at the
+# link midpoints); printed for comparison.
+INDEPENDENT_STATIC = {'A': (0.0, -58.8056, -58.4331, 5.6840, 0.0, 0.0),
                  'B': (0.0, -68.6659, -47.0869, 1.9061, 0.0, 0.0)}
 
 
@@ -96,10 +97,10 @@ def print_tables(model, kin, labels, tau, static):
         print(f'{label:<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
     for label, row in static.items():
         print(f'{"g(" + label + ")":<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
-    for label, row in DIGEST_STATIC.items():
-        print(f'{"digest " + label:<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
-    print('(g(A), g(B): static gravity torques; "digest": the same quantity computed '
-          'independently in digest B §2.8)\n')
+    for label, row in INDEPENDENT_STATIC.items():
+        print(f'{"ind. " + label:<8}' + ''.join(f'{round(v, 3) + 0.0:10.3f}' for v in row))
+    print('(g(A), g(B): static gravity torques; "ind.": the same quantity computed '
+          'independently when the DH table was reconstructed, doc/conventions.md)\n')
 
 
 def write_figure(path, t, tau, gravity):

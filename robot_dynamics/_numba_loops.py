@@ -7,8 +7,9 @@ arrays), and take the model as one packed float64 array, so that one compilation
 every model of every length (cost O(n) per call, compile time independent of n).
 
 Algorithms, as in `robot_dynamics.algorithms` (which these must match to rounding):
-- inverse dynamics: Newton–Euler (seed 000 §2, Craig), body wrenches taken about each
-  body's origin with the first moment h = m c and the inertia about the origin;
+- inverse dynamics: Newton–Euler (Craig's iterative form, [CRA] ch. 6 / [CSDN] §2), body
+  wrenches taken about each body's origin with the first moment h = m c and the inertia
+  about the origin;
 - forward dynamics: the articulated-body algorithm (Featherstone, RBDA Table 7.1), the
   6×6 articulated inertias kept as three 3×3 blocks [A B; Bᵀ M] (21 numbers), moved to
   the parent (in local variables: a chain has one child per body) by the cheap rotation
@@ -382,7 +383,7 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
     G = P[n]
     wx = wy = wz = 0.0                       # ω, ω̇, v̇ of body i-1 in its frame
     ax = ay = az = 0.0
-    vx, vy, vz = -G[12], -G[13], -G[14]      # gravity as base acceleration (seed 000 §2.4)
+    vx, vy, vz = -G[12], -G[13], -G[14]      # gravity as base acceleration ([CSDN] §2.4)
     full = mode == 0 or mode == 3
     check = 0.0
     for i in range(n):

@@ -4,7 +4,7 @@ Readable implementations that follow the seeds line by line; the public entry po
 shape checks, friction and armature are in `robot_dynamics.dynamics`. Every array here has a
 leading batch axis B: joint vectors are (B, n), 3-vectors (B, 3), rotations (B, 3, 3).
 
-Notation (seed 000 / Craig, in each body's own frame, joint i along the local z axis):
+Notation ([CRA] ch. 6 / [CSDN], in each body's own frame, joint i along the local z axis):
 w, wd   angular velocity and acceleration of body i         [rad/s, rad/s²]
 vd      linear acceleration of the origin of body i          [m/s²]
 F, N    inertial force and moment of body i at its centre of mass
@@ -36,7 +36,7 @@ def rotate_t(R, v):
 def joint_transforms(chain, q):
     """Rotation R[:, i] (body i -> body i-1) and origin p[:, i] of body i in body i-1.
 
-    Revolute: θ = theta0 + q, d = d0.  Prismatic: θ = theta0, d = d0 + q (DESIGN.md).
+    Revolute: θ = theta0 + q, d = d0.  Prismatic: θ = theta0, d = d0 + q (doc/conventions.md).
     """
     theta = chain.theta0 + np.where(chain.prismatic, 0.0, q)
     d = chain.d0 + np.where(chain.prismatic, q, 0.0)
@@ -63,10 +63,11 @@ def tip_wrench_in_body(chain, wrench):
 def rnea(chain, q, qd, qdd, gravity, wrench=None):
     """Recursive Newton–Euler inverse dynamics, rigid bodies only: τ (B, n).
 
-    Seed 000 §2.1–2.3 (Craig's iterative form) with the per-joint revolute/prismatic switch
-    applied to every link (digest A erratum 3); gravity as the base acceleration −g
-    (seed 000 §2.4). `wrench` (B, 6) is what the last link exerts on its environment,
-    [f; n] in the last DH link frame (seed 000 eq. 2-4/2-5 boundary f_{N+1}, n_{N+1}).
+    [CSDN] §2.1–2.3 (Craig's iterative form [CRA]) with the per-joint revolute/prismatic
+    switch and N_i, n_i computed for every link ([CSDN] §2.3 omits them for prismatic joints:
+    an erratum, see doc/references.md); gravity as the base acceleration −g ([CSDN] §2.4).
+    `wrench` (B, 6) is what the last link exerts on its environment,
+    [f; n] in the last DH link frame ([CSDN] eq. 2-4/2-5 boundary f_{N+1}, n_{N+1}).
     """
     B, n = q.shape
     R, p = joint_transforms(chain, q)
@@ -76,7 +77,7 @@ def rnea(chain, q, qd, qdd, gravity, wrench=None):
     F, N = [], []
     for i in range(n):
         Ri, pi = R[:, i], p[:, i]
-        # acceleration of body i's origin, still in body i-1 (seed 000 §2.1, v̇ line)
+        # acceleration of body i's origin, still in body i-1 ([CSDN] §2.1, v̇ line)
         vd_origin = vd + cross(wd, pi) + cross(w, cross(w, pi))
         w_new, wd_new, vd_new = rotate_t(Ri, w), rotate_t(Ri, wd), rotate_t(Ri, vd_origin)
         qd_z = qd[:, i, None] * _Z
@@ -100,8 +101,8 @@ def rnea(chain, q, qd, qdd, gravity, wrench=None):
         f_child, n_child = tip_wrench_in_body(chain, wrench)
     for i in range(n - 1, -1, -1):
         c = np.broadcast_to(chain.com[i], (B, 3))
-        f = F[i] + f_child                                   # seed 000 eq. 2-4
-        nm = N[i] + n_child + cross(c, F[i])                 # seed 000 eq. 2-5
+        f = F[i] + f_child                                   # [CSDN] eq. 2-4
+        nm = N[i] + n_child + cross(c, F[i])                 # [CSDN] eq. 2-5
         tau[:, i] = f[:, 2] if chain.prismatic[i] else nm[:, 2]   # eq. 2-6
         if i > 0:
             f_child = rotate(R[:, i], f)
@@ -111,7 +112,7 @@ def rnea(chain, q, qd, qdd, gravity, wrench=None):
 
 def mass_matrix_rnea(chain, q):
     """Rigid-body joint-space inertia matrix (B, n, n), column j = RNEA(q, 0, e_j) with
-    gravity off (Walker & Orin method 1; seed 001 §3 'strobing')."""
+    gravity off (Walker & Orin [WAL] method 1; [TML] §3 'strobing')."""
     B, n = q.shape
     q_rep = np.repeat(q, n, axis=0)
     unit = np.tile(np.eye(n), (B, 1))

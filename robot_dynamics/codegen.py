@@ -1,11 +1,11 @@
-"""Straight-line dynamics code generated for one robot (the fast path of issue 6).
+"""Straight-line dynamics code generated for one robot (the fast path; doc/performance.md).
 
 The algorithms of `robot_dynamics.algorithms` are traced once per model on a small
 expression graph whose leaves are the joint variables and the model's constants. The
 tracer folds every constant sub-expression and the exact zeros and ±1 of the chain's
 constant placements (DH placements are Rx(α)·Tx(a)), shares common sub-expressions and
 drops what no output needs. What remains is the "customised" Newton–Euler that the seeds'
-operation counts lead to (seed 001 §6: "terms representing insignificant torque
+operation counts lead to ([TML] §6: "terms representing insignificant torque
 contributions can be easily identified and … deleted"; [LEE] Table 2; [ANG] §7.4).
 
 The result is Python source of one function per algorithm, e.g. for a 2-joint arm::
@@ -708,7 +708,7 @@ def links_of(model, g=None):
 
 def regroup(links):
     """Base inertial parameters, exact for the joint torques ([KHA] Khalil & Kleinfinger's
-    regrouping, seed 001 §6): a revolute joint cannot move a rod on its own axis (mass m,
+    regrouping, [TML] §6): a revolute joint cannot move a rod on its own axis (mass m,
     first moment h_z, inertia diag(A, A, 0) about the origin: invariant under Rz and
     orthogonal to the joint axis), a prismatic joint cannot turn a pure rotational inertia;
     that part of body j is moved to body j−1 (to the fixed base, i.e. dropped, for j = 0),
@@ -812,12 +812,12 @@ def tip_wrench(model, w):
 
 def trace_rnea(g, model, q, qd, qdd, wrench=None, gravity=None, joint_terms=True,
                com_form=None):
-    """Recursive Newton–Euler (seed 000 §2.1–2.3, Craig's form), traced on the graph.
+    """Recursive Newton–Euler ([CSDN] §2.1–2.3, Craig's form [CRA]), traced on the graph.
 
     Forward pass per body: ω, ω̇ (joint rate added in body axes) and the acceleration v̇
     of the body origin, from the parent's through the matrix U = ω̇× + ω×ω× of the parent
-    (v̇_o = v̇_parent + U p; seed 001 Table 4's 'A_i' term, Khalil's customised form), turned
-    by R0ᵀ then Rz(θ)ᵀ. Body wrench either at the centre of mass (seed 000 eq. 2-4, 2-5:
+    (v̇_o = v̇_parent + U p; [TML] Table 4's 'A_i' term, Khalil's customised form), turned
+    by R0ᵀ then Rz(θ)ᵀ. Body wrench either at the centre of mass ([CSDN] eq. 2-4, 2-5:
     F = m(v̇ + U c), N = I_c ω̇ + ω×(I_c ω), n gets c×F in the backward pass) or, with the
     first moment h = m c, about the origin (F = m v̇ + U h, N = I_o ω̇ + ω×(I_o ω) + h×v̇);
     `com_form[i]` chooses (the generator picks the cheaper per link). Backward pass
@@ -1140,7 +1140,7 @@ def body_parameters(text):
 
 
 def _rk4_source(n, body):
-    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held, on floats (seed 001 §7);
+    """One classical RK4 step of q̈ = aba(q, q̇, τ), τ held, on floats ([TML] §7);
     `body`: the last-body parameters of `aba`, passed on to it."""
     def vec(fmt):
         return ', '.join(fmt.format(i=i) for i in range(n))

@@ -388,7 +388,7 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
 
 
 def forward_dynamics_mass_matrix(model, q, qd, tau, wrench=None):
-    """q̈ = M⁻¹(τ − h): the mass-matrix route of seed 001 §7, solved by Cholesky
+    """q̈ = M⁻¹(τ − h): the mass-matrix route of [TML] §7, solved by Cholesky
     (M is symmetric positive definite). An independent cross-check of `forward_dynamics`."""
     (q_b, qd_b, tau_b), single = _states(model, ('q', q), ('qd', qd), ('tau', tau))
     w = _wrench(wrench, q_b.shape[0])

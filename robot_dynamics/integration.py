@@ -1,7 +1,7 @@
 """Fixed-step integration of the forward dynamics (the plant): pure math, no ROS.
 
 The state is (q, q̇); the effort τ is held constant over a step (zero-order hold, as a
-digital controller applies it). Seed 001 §7 integrates the same state with RK4.
+digital controller applies it). [TML] §7 integrates the same state with RK4.
 """
 
 import math

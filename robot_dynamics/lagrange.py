@@ -1,4 +1,4 @@
-"""Lagrange–Euler reference dynamics: the 4×4 trace formulation of [LEE] §3.1 / seed 001 §2.
+"""Lagrange–Euler reference dynamics: the 4×4 trace formulation of [LEE] §3.1 / [TML] §2.
 
 Slow (O(n⁴)) and exact, for one state at a time: it exists to check the Newton–Euler code.
 It reads the model's DH columns and inertial data directly and never touches
@@ -6,11 +6,11 @@ It reads the model's DH columns and inertial data directly and never touches
 
     τ = D(q) q̈ + h(q, q̇) + G(q)                                  [LEE] (3.6)–(3.7)
     D_ik  = Σ_{p ≥ max(i,k)} Tr{ U_pk J_p U_piᵀ }                    [LEE] (3.8) corrected
-    C^i_jk = Σ_{p ≥ max(i,j,k)} Tr{ U_pjk J_p U_piᵀ },  h_i = q̇ᵀ C^i q̇   seed 001 (2.11)
+    C^i_jk = Σ_{p ≥ max(i,j,k)} Tr{ U_pjk J_p U_piᵀ },  h_i = q̇ᵀ C^i q̇   [TML] (2.11)
     G_i   = −Σ_{p ≥ i} gᵀ U_pi m_p r̄_p                               [LEE] (3.10), sign fixed
     U_pj  = ∂T_0^p/∂q_j,  U_pjk = ∂²T_0^p/∂q_j∂q_k
 
-Digest A §2.4 and digest B §1.2–1.3 give the corrected forms (the printed ones have
+doc/references.md lists the corrections to [TML] §2 and [LEE] §2–3 (the printed ones have
 index and dot typos, and (2.21) misses m_i). Indices here are 0-based: link p is the
 (p+1)-th row of the DH table, T_0^p the pose of its link frame in the base.
 
@@ -36,12 +36,12 @@ __all__ = ['link_transforms', 'forward_kinematics', 'pseudo_inertia', 'mass_matr
            'coriolis_tensor', 'coriolis_centrifugal', 'gravity', 'potential_energy',
            'kinetic_energy', 'inverse_dynamics']
 
-# seed 001 (1.5) / [LEE] (2.7), 4×4 form: ∂Rz(θ)/∂θ = Q Rz(θ)
+# [TML] (1.5) / [LEE] (2.7), 4×4 form: ∂Rz(θ)/∂θ = Q Rz(θ)
 Q_REVOLUTE = np.array([[0.0, -1.0, 0.0, 0.0],
                        [1.0, 0.0, 0.0, 0.0],
                        [0.0, 0.0, 0.0, 0.0],
                        [0.0, 0.0, 0.0, 0.0]])
-# digest B §1.2 [derived]: ∂Tz(d)/∂d = Q Tz(d)
+# prismatic analogue (derived here, not printed in [LEE]): ∂Tz(d)/∂d = Q Tz(d)
 Q_PRISMATIC = np.array([[0.0, 0.0, 0.0, 0.0],
                         [0.0, 0.0, 0.0, 0.0],
                         [0.0, 0.0, 0.0, 1.0],
@@ -111,7 +111,8 @@ def forward_kinematics(model, q):
 
 def pseudo_inertia(mass, com, inertia):
     """[LEE] (2.20)–(2.22), general (non-diagonal) form: J = ∫ r̃ r̃ᵀ dm about the frame
-    origin, r̃ = (r, 1); J^r = ½Tr(I_c)E − I_c + m r̄ r̄ᵀ (digest B §1.2)."""
+    origin, r̃ = (r, 1); J^r = ½Tr(I_c)E − I_c + m r̄ r̄ᵀ ([LEE] (2.21) with m_i
+    restored)."""
     com = np.asarray(com, dtype=float)
     inertia = np.asarray(inertia, dtype=float)
     J = np.zeros((4, 4))
@@ -168,7 +169,7 @@ def mass_matrix(model, q):
 
 
 def coriolis_tensor(model, q):
-    """C[i, j, k] = C^i_jk of seed 001 (2.11): h_i = Σ_jk C^i_jk q̇_j q̇_k."""
+    """C[i, j, k] = C^i_jk of [TML] (2.11): h_i = Σ_jk C^i_jk q̇_j q̇_k."""
     q = _state(model, q, 'q')
     T, dT, ddT = link_transforms(model, q)
     U = _first_partials(T, dT)
@@ -195,7 +196,8 @@ def coriolis_centrifugal(model, q, qd):
 
 def gravity(model, q):
     """G(q) = ∂PE/∂q with PE = −Σ m_p gᵀ c_p: [LEE] (3.10) with its sign restored
-    (digest B erratum 4); gᵀ is the model's gravity vector (x, y, z, 0)."""
+    ([LEE] prints it with both signs; see doc/references.md); gᵀ is the model's gravity
+    vector (x, y, z, 0)."""
     q = _state(model, q, 'q')
     T, dT, _ = link_transforms(model, q)
     U = _first_partials(T, dT)

@@ -8,7 +8,7 @@ uses (see ``Chain`` below):
 
 where ``placement_i`` is a constant rigid transform (rotation ``R0[i]``, translation
 ``p0[i]``) and ``joint_i`` is a rotation about, or a translation along, the local z axis.
-Both DH conventions map onto it (DESIGN.md, "Conventions"):
+Both DH conventions map onto it (doc/conventions.md):
 
 * modified (Craig): ``T_{i-1,i} = Rx(α_i) Tx(a_i) Rz(θ_i) Tz(d_i)``: placement = Rx(α_i) Tx(a_i),
   body frame i = link frame i;

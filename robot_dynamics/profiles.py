@@ -4,10 +4,11 @@ Each profile maps (t, q_start, q_goal, duration) to (q, q̇, q̈), vectorised ov
 over times: `t` scalar gives (n,) arrays, `t` of shape (N,) gives (N, n). Before t = 0 the
 profile rests at q_start, after t = duration at q_goal.
 
-- `trapezoid`: [SAS] §4 Fig. 6 (digest B §2.7), trapezoidal velocity in three equal thirds,
+- `trapezoid`: [SAS] §4 Fig. 6, trapezoidal velocity in three equal thirds,
   a = 9Δθ/(2T²), peak velocity 3Δθ/(2T); q̈ jumps at 0, T/3, 2T/3 and T.
 - `quintic`: q = q_start + Δθ (10s³ − 15s⁴ + 6s⁵), s = t/T: zero velocity and acceleration at
-  both ends (our documented choice for [LEE]'s unspecified point-to-point move, digest B §7).
+  both ends (our documented choice for [LEE]'s unspecified point-to-point move,
+  doc/reproductions.md).
 """
 
 import numpy as np

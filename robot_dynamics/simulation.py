@@ -3,8 +3,8 @@
 The loop of [LEE] §5 (Fig. 2): every control period T_c the controller samples the state
 (q, q̇) and computes an effort; a zero-order hold applies that effort unchanged until the
 next sample; between samples the plant q̈ = forward_dynamics(q, q̇, τ) is integrated with
-classical RK4 (seed 001 §7) at a fixed step h that divides T_c. [LEE] gives only
-T_c = 0.01 s; the integrator and h are the project's choice (digest B §4.3).
+classical RK4 ([TML] §7) at a fixed step h that divides T_c. [LEE] gives only
+T_c = 0.01 s; the integrator and h are the project's choice (doc/reproductions.md).
 
     controller(t, q, qd) -> tau            called at t = 0, T_c, 2 T_c, ...
     reference(t) -> (q_d, qd_d, qdd_d)     the desired motion (recorded, and used by the

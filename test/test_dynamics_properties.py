@@ -1,6 +1,6 @@
 """Properties of the dynamics core (robot_dynamics.dynamics), each one that could fail.
 
-Closed forms come from digest A §3.4 (textbook results, implemented here from the printed
+Closed forms come from doc/verification.md (textbook results, implemented here from the printed
 formulas); everything else is an identity of rigid-body mechanics checked on random
 chains (test/conftest.py) and on every preset in config/*.yaml.
 """
@@ -16,7 +16,7 @@ from robot_dynamics import dynamics, integration, lagrange
 from robot_dynamics.model import RobotModel
 
 G = 9.81
-# digest A §3.4(a) test vector
+# the 2R test vector of doc/verification.md
 ARM = dict(l1=1.0, l2=0.8, lc1=0.45, lc2=0.35, m1=3.0, m2=2.0, I1=0.12, I2=0.07)
 IMPLEMENTATIONS = {'newton_euler': dynamics.inverse_dynamics,
                    'lagrange': lagrange.inverse_dynamics}
@@ -40,10 +40,11 @@ def _rx(angle):
 
 
 def two_link_params(convention, l1, l2, lc1, lc2, m1, m2, I1, I2):
-    """The planar 2R arm of digest A §3.4(a): q measured from x_0, gravity along −y_0,
+    """The planar 2R arm of doc/verification.md ([CRA] Ex. 6.6, [SPO]): q measured from x_0,
+    gravity along −y_0,
     slender links (inertia I about the COM for axes ⊥ to the link, ~0 along it).
     Standard DH: link frame i at the distal end, so the COM sits at lc − l on x_i;
-    modified DH: link frame i on joint i, COM at lc on x_i (digest A §3.2)."""
+    modified DH: link frame i on joint i, COM at lc on x_i (doc/conventions.md)."""
     block = {'joint_types': ['revolute', 'revolute'], 'alpha': [0.0, 0.0],
              'd': [0.0, 0.0], 'theta': [0.0, 0.0], 'mass': [m1, m2],
              'inertia': [0.0, 0.0, 0.0, I1, 0.0, I1, 0.0, 0.0, 0.0, I2, 0.0, I2],
@@ -56,7 +57,7 @@ def two_link_params(convention, l1, l2, lc1, lc2, m1, m2, I1, I2):
 
 
 def two_link_torques(q, qd, qdd, l1, l2, lc1, lc2, m1, m2, I1, I2):
-    """Digest A §3.4(a), written out from the printed formulas."""
+    """The 2R closed form of doc/verification.md, written out from the formulas."""
     c2 = math.cos(q[1])
     M11 = m1 * lc1 ** 2 + m2 * (l1 ** 2 + lc2 ** 2 + 2 * l1 * lc2 * c2) + I1 + I2
     M12 = m2 * (lc2 ** 2 + l1 * lc2 * c2) + I2
@@ -69,7 +70,7 @@ def two_link_torques(q, qd, qdd, l1, l2, lc1, lc2, m1, m2, I1, I2):
     return np.array([tau1, tau2])
 
 
-TWO_LINK_TABLE = [  # digest A §3.4(a): q, q̇, q̈, τ as printed
+TWO_LINK_TABLE = [  # doc/verification.md: q, q̇, q̈, τ as tabulated there
     ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (39.7305, 6.867)),
     ((0.3, -0.7), (0.0, 0.0), (0.0, 0.0), (37.72062656, 6.32492585)),
     ((0.3, -0.7), (1.1, -0.4), (0.0, 0.0), (37.39594084, 5.77927346)),
@@ -134,8 +135,9 @@ def test_craig_example_6_6_point_masses_match_closed_form(rng, dynamics_backend,
 
 
 def rp_polar_params(convention, izz1, m1, m2):
-    """Digest A §3.4(c): joint 1 turns about z_0, joint 2 slides radially and carries a
-    point mass m2; link 1 is a disc on the axis (I = izz1 about the axis, izz1/2 across).
+    """The RP polar arm of doc/verification.md: joint 1 turns about z_0, joint 2 slides
+    radially and carries a point mass m2; link 1 is a disc on the axis (I = izz1 about the
+    axis, izz1/2 across).
     Modified: row 2 has α = −π/2 (Craig's α_1), so the slide axis z_2 = y_1 and the radial
     angle is ψ = q1 + π/2. Standard: α_1 = −π/2 turns z_1 onto y of the joint-1 frame (the
     same ψ) and the axis z_0 reads −y_1 in link frame 1."""
@@ -516,7 +518,7 @@ def test_with_payload_equals_a_model_built_with_that_payload(rng):
 
 
 def test_vertical_prismatic_joint_at_rest_carries_the_weight_of_everything_after_it(rng):
-    """Digest A §1.11(d): joint 1 slides along z_0 (vertical); at rest τ_1 = Σ m · |g|."""
+    """Joint 1 slides along z_0 (vertical); at rest τ_1 = Σ m · |g|."""
     for convention in ('standard', 'modified'):
         block = random_chain_params(rng, 4, convention, (1, 0, 1, 0), payload=True)
         if convention == 'modified':
@@ -529,7 +531,7 @@ def test_vertical_prismatic_joint_at_rest_carries_the_weight_of_everything_after
 
 
 def test_first_joint_about_the_vertical_feels_no_gravity(rng):
-    """Digest B O17: a revolute joint 1 about z_0 with gravity along −z_0 has G_1 = 0."""
+    """A revolute joint 1 about z_0 with gravity along −z_0 has G_1 = 0."""
     model = _model(rng, convention='standard', mask=(0, 1, 0, 0, 1), payload=True)
     q, _, _ = random_state(rng, 5, size=10)
     np.testing.assert_allclose(dynamics.gravity_torques(model, 3.0 * q)[:, 0], 0.0,

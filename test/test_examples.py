@@ -63,8 +63,8 @@ def test_lee_computed_torque_beats_pd_by_a_large_factor_with_a_perfect_model(lee
     assert worst['ct'] * 10.0 < worst['pdg'] < worst['pd']
 
 
-def test_lee_error_at_100_hz_is_the_order_of_the_digest_experiment_and_above_the_claim(lee):
-    # digest B §6.2, an independent run of the same set-up: T = 1 s gives up to 3.8e-3 rad
+def test_lee_error_at_100_hz_is_the_order_of_the_independent_experiment_and_above_the_claim(lee):
+    # doc/reproductions.md: an independent run of the same set-up: T = 1 s gives up to 3.8e-3 rad
     results = lee[0]
     assert results['duration'] == 1.0
     worst = np.max(results['perfect']['ct'])
@@ -101,11 +101,11 @@ def test_sasaki_forward_kinematics_reaches_the_papers_points_a_and_b(sasaki):
         assert kin[point]['orientation_error'] < 1e-5
 
 
-def test_sasaki_static_torques_agree_with_the_independent_digest_values(sasaki):
+def test_sasaki_static_torques_agree_with_the_independent_reconstruction_values(sasaki):
     results = sasaki[0]
-    from_digest = load_example('sasaki_torques').DIGEST_STATIC
+    independent = load_example('sasaki_torques').INDEPENDENT_STATIC
     for point in ('A', 'B'):
-        assert np.allclose(results['static'][point], from_digest[point], atol=1e-3)
+        assert np.allclose(results['static'][point], independent[point], atol=1e-3)
 
 
 def test_sasaki_torque_jumps_at_the_profile_corners_are_mass_matrix_times_the_step(sasaki):
@@ -128,7 +128,7 @@ def test_sasaki_torque_jumps_at_the_profile_corners_are_mass_matrix_times_the_st
 def test_sasaki_prints_the_torque_table_and_joint_one_carries_no_gravity(sasaki):
     results, text = sasaki
     assert 'Joint torques along the move' in text and 'g(A)' in text
-    # joint 1's axis is vertical (O17): gravity loads it at neither end point
+    # joint 1's axis is vertical: gravity loads it at neither end point
     assert abs(results['static']['A'][0]) < 1e-9 and abs(results['static']['B'][0]) < 1e-9
 
 

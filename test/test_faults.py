@@ -1,4 +1,4 @@
-"""Faults and load over real DDS (issue 5): restarting the controller while the plant runs
+"""Faults and load over real DDS (doc/safety.md): restarting the controller while the plant runs
 (it re-synchronises and holds where the arm is), restarting the plant while the controller
 runs (it holds and resumes when states return, at the new plant's position), and bursts of
 /joint_states at ten times the nominal rate (bounded queue: the answers are current again

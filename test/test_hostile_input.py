@@ -1,4 +1,4 @@
-"""Hostile input over real DDS (issue 5): thousands of random malformed /joint_states
+"""Hostile input over real DDS (doc/safety.md): thousands of random malformed /joint_states
 (hypothesis) into a live closed loop, malformed trajectories, stamps going backwards or into
 the future, parameter sets of the wrong type. The nodes log, drop and keep controlling:
 nothing raises, every published effort is finite and within its limit, and a valid move

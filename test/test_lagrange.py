@@ -3,7 +3,7 @@ the identities of Lagrangian mechanics.
 
 `lagrange` reads the DH table and the inertials directly (never `model.chain`), so
 agreement with `dynamics` checks the chain construction of `RobotModel` as well as the
-recursions (digest A §4: the two formulations agree to ~1e-14).
+recursions (the two formulations agree to ~1e-14, as [TML] proves they must).
 """
 
 import math
@@ -110,7 +110,8 @@ def test_link_transform_derivatives_match_finite_differences(rng, convention, jo
 
 def test_link_transform_follows_the_dh_formula_of_each_convention():
     """Standard: Rz(θ) Tz(d) Tx(a) Rx(α); modified: Rx(α) Tx(a) Rz(θ) Tz(d), with the
-    DESIGN.md offsets θ = q + theta (revolute), d = q + d (prismatic); checked on points."""
+    doc/conventions.md offsets θ = q + theta (revolute), d = q + d (prismatic); checked on
+    points."""
     a, alpha, d, theta, q = 0.3, 0.7, 0.2, -0.4, 0.9
     params = dict(joint_types=['revolute'], a=[a], alpha=[alpha], d=[d], theta=[theta],
                   mass=[1.0], com=[0.0] * 3, inertia=[0.1, 0, 0, 0.1, 0, 0.1])
@@ -154,7 +155,8 @@ def test_pseudo_inertia_is_the_second_moment_of_a_point_cloud(rng):
 
 
 def test_pseudo_inertia_round_trips_to_the_centroidal_inertia(rng):
-    """[LEE] (2.21) corrected (digest B erratum 3): I = Tr(J_c)E − J_c, J_c = J^r − m r̄r̄ᵀ."""
+    """[LEE] (2.21) corrected (m_i restored; doc/references.md): I = Tr(J_c)E − J_c,
+    J_c = J^r − m r̄r̄ᵀ."""
     m = 2.3
     c = rng.normal(size=3)
     inertia = random_inertia(rng, m)
@@ -165,7 +167,8 @@ def test_pseudo_inertia_round_trips_to_the_centroidal_inertia(rng):
 
 @pytest.mark.parametrize('convention', ['standard', 'modified'])
 def test_coriolis_tensor_equals_christoffel_symbols_of_the_mass_matrix(rng, convention):
-    """C^i_jk = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i) (digest A §2.4), and C^i_jk = C^i_kj."""
+    """C^i_jk = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i) ([TML] (2.11) corrected), and
+    C^i_jk = C^i_kj."""
     model = _model(rng, convention, (0, 1, 0, 0), payload=True)
     q, _, _ = random_state(rng, model.n)
     h = 1e-6

@@ -163,7 +163,7 @@ PUMA_LINK_1 = [0.0, 0.0, 0.0, 0.35, 0.0, 0.0]     # Corke: m = 0, I = diag(0, 0.
 
 
 def puma560_block():
-    """Corke & Armstrong-Hélouvry's PUMA 560, standard DH (digest B Appendix A)."""
+    """Corke & Armstrong-Hélouvry's PUMA 560, standard DH ([COR], [RTB])."""
     half = math.pi / 2
     return {
         'dh_convention': 'standard', 'joint_types': ['revolute'] * 6,

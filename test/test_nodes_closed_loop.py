@@ -22,7 +22,7 @@ from ros_testing import PUMA, REPO, RosHarness, SIM
 STEP = 0.002
 CONTROL_PERIOD = 0.01
 # The README states this bound: perfect model, 100 Hz zero-order hold, kp = 100, kd = 20,
-# quintic 2 s [LEE] move; measured max |e| = 1.55e-3 rad (joint 5), digest B §6.2.
+# quintic 2 s [LEE] move; measured max |e| = 1.55e-3 rad (joint 5), doc/reproductions.md.
 MAX_ERROR = 2.0e-3
 
 

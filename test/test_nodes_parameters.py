@@ -125,7 +125,7 @@ def test_every_parameter_has_a_description_and_the_model_is_read_only(loop):
     names = [n for n in controller._parameters if n != 'use_sim_time']
     for descriptor in controller.describe_parameters(names):
         assert descriptor.description, descriptor.name
-        payload = descriptor.name.startswith('robot.payload.')   # live (issue 5)
+        payload = descriptor.name.startswith('robot.payload.')   # live (doc/safety.md)
         if descriptor.name.startswith('robot.') and not payload or descriptor.name in (
                 'joints', 'control_mode', 'command_topic', 'control_rate'):
             assert descriptor.read_only, descriptor.name

@@ -1,5 +1,5 @@
 """Operation counts of the generated code (codegen.operation_counts walks its AST): the
-PUMA 560 inverse dynamics stays far below the seeds' general recursions (seed 001 Table 1:
+PUMA 560 inverse dynamics stays far below the seeds' general recursions ([TML] Table 1:
 108n − 12 = 636 multiplications at n = 6; [LEE] Table 2: 690; [ANG] (7.43): 800)."""
 
 import math
@@ -17,7 +17,7 @@ HALF_PI = math.pi / 2.0
 
 
 def puma560():
-    """PUMA 560 rigid-body data as tabulated in seed-digest-B Appendix A (Corke &
+    """PUMA 560 rigid-body data as tabulated by Corke & Armstrong-Hélouvry [COR] (Corke &
     Armstrong-Hélouvry 1994), standard DH, no drive model."""
     inertia = [(0.0, 0.35, 0.0), (0.13, 0.524, 0.539), (0.066, 0.086, 0.0125),
                (1.8e-3, 1.3e-3, 1.8e-3), (0.3e-3, 0.4e-3, 0.3e-3), (0.15e-3, 0.15e-3, 0.04e-3)]
@@ -66,7 +66,7 @@ def test_puma560_inverse_dynamics_needs_at_most_250_multiplications():
 def test_puma560_count_is_below_every_general_recursion_in_the_seeds():
     mul = codegen.operation_counts(codegen.source(puma560(), 'rnea'))['mul']
     n = 6
-    general = {'seed 001 NE': 108 * n - 12, 'seed 001 modified NE': 90 * n - 27,
+    general = {'[TML] NE': 108 * n - 12, '[TML] modified NE': 90 * n - 27,
                '[LEE] Table 2': 119 * n - 24, '[ANG] (7.43)': 137 * n - 22}
     assert all(mul < value for value in general.values()), (mul, general)
 

@@ -1,5 +1,5 @@
 """The robot presets in config/: they load, are physically sensible, and reproduce the
-numbers their sources print (seed-digest-A §3.4(a), seed-digest-B §2.8)."""
+numbers their sources print (doc/verification.md, doc/conventions.md)."""
 
 import math
 import os
@@ -118,7 +118,7 @@ def test_only_the_puma_warns_and_only_for_its_textbook_links_1_and_3(name):
 
 @pytest.mark.parametrize('name', ['puma560', 'stanford', 'sasaki6', 'panda'])
 def test_vertical_first_joint_carries_no_gravity_torque(name):
-    """Joint 1 of these arms turns about the base z axis, parallel to gravity ([SAS] O17)."""
+    """Joint 1 of these arms turns about the base z axis, parallel to gravity."""
     model, _ = load(name)
     q = random_configurations(model, np.random.default_rng(3), 20)
     g = dynamics.gravity_torques(model, q)
@@ -127,7 +127,7 @@ def test_vertical_first_joint_carries_no_gravity_torque(name):
 
 # ---------------------------------------------------------------- planar 2R
 
-PLANAR_TABLE = [  # seed-digest-A §3.4(a): q, q̇, q̈, τ
+PLANAR_TABLE = [  # doc/verification.md: q, q̇, q̈, τ
     ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (39.7305, 6.867)),
     ((0.3, -0.7), (0.0, 0.0), (0.0, 0.0), (37.72062656, 6.32492585)),
     ((0.3, -0.7), (1.1, -0.4), (0.0, 0.0), (37.39594084, 5.77927346)),
@@ -137,19 +137,19 @@ PLANAR_TABLE = [  # seed-digest-A §3.4(a): q, q̇, q̈, τ
 
 
 @pytest.mark.parametrize('q,qd,qdd,tau', PLANAR_TABLE)
-def test_planar2_reproduces_digest_a_torque_table(q, qd, qdd, tau):
+def test_planar2_reproduces_the_closed_form_torque_table(q, qd, qdd, tau):
     model, _ = load('planar2')
     assert np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), tau, rtol=0.0, atol=1e-8)
 
 
-def test_planar2_reproduces_digest_a_mass_matrix():
+def test_planar2_reproduces_the_closed_form_mass_matrix():
     model, _ = load('planar2')
     expected = [[4.11327906, 0.85038953], [0.85038953, 0.315]]
     assert np.allclose(dynamics.mass_matrix(model, [0.3, -0.7]), expected, rtol=0.0, atol=1e-8)
 
 
 def test_planar2_matches_closed_form_dynamics_at_random_states():
-    """Craig Ex. 6.6 / Spong closed form (seed-digest-A §3.4(a)) with the preset's numbers."""
+    """Craig Ex. 6.6 / Spong closed form (doc/verification.md) with the preset's numbers."""
     l1, lc1, lc2, m1, m2, i1, i2, g = 1.0, 0.45, 0.35, 3.0, 2.0, 0.12, 0.07, 9.81
     model, _ = load('planar2')
     rng = np.random.default_rng(11)
@@ -171,7 +171,7 @@ def test_planar2_matches_closed_form_dynamics_at_random_states():
 
 SASAKI_A = np.array([2.7533, 0.1502, 85.7259, -33.7722, -85.0428, 33.6731]) * DEG
 SASAKI_B = np.array([10.4705, 8.7346, 44.3932, -17.1186, -51.8741, 13.6195]) * DEG
-SASAKI_POINTS = [  # [SAS] §4 joint values, printed hand position, digest-B §2.8 gravity
+SASAKI_POINTS = [  # [SAS] §4 joint values, printed hand position, gravity of doc/conventions.md
     (SASAKI_A, (-0.1, 0.35, 1.63), (0.0, -58.8056, -58.4331, 5.6840, 0.0, 0.0)),
     (SASAKI_B, (-0.10, 0.35, 1.83), (0.0, -68.6659, -47.0869, 1.9061, 0.0, 0.0)),
 ]
@@ -187,8 +187,9 @@ def test_sasaki_arm_reaches_printed_points_with_printed_orientation(q, position,
 
 
 @pytest.mark.parametrize('q,_,tau_g', SASAKI_POINTS, ids=['A', 'B'])
-def test_sasaki_static_gravity_torques_match_digest_b(q, _, tau_g):
-    """Digest B §2.8 numbers assume COM at the link midpoints and g = 9.8, as the preset."""
+def test_sasaki_static_gravity_torques_match_the_reconstruction(q, _, tau_g):
+    """The reconstruction's numbers (doc/conventions.md) assume COM at the link midpoints
+    and g = 9.8, as the preset."""
     model, _ = load('sasaki6')
     assert np.allclose(dynamics.gravity_torques(model, q), tau_g, rtol=0.0, atol=1e-4)
 

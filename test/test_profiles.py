@@ -1,4 +1,4 @@
-"""[SAS] trapezoid and quintic point-to-point profiles (digest B §2.7, oracle O10)."""
+"""[SAS] trapezoid and quintic point-to-point profiles ([SAS] §4 Fig. 6)."""
 
 from hypothesis import given, settings, strategies as st
 import numpy as np
@@ -55,8 +55,8 @@ def test_trapezoid_acceleration_and_peak_velocity_follow_sasaki():
 
 def test_trapezoid_covers_a_quarter_half_quarter_of_the_move_in_its_thirds():
     # Area under the velocity trapezoid with peak V = 3Δθ/(2T): ramps V·T/6 = Δθ/4 each,
-    # coast V·T/3 = Δθ/2. (Digest B §2.7 says Δθ/9 and 8Δθ/9 at the thirds: an erratum,
-    # ½·a·(T/3)² = aT²/18 = Δθ/4 with a = 9Δθ/(2T²).)
+    # coast V·T/3 = Δθ/2 (½·a·(T/3)² = aT²/18 = Δθ/4 with a = 9Δθ/(2T²); not Δθ/9
+    # and 8Δθ/9, a tempting misreading of [SAS] Fig. 6).
     delta = Q_GOAL - Q_START
     q_1, _, _ = trapezoid(T / 3.0, Q_START, Q_GOAL, T)
     q_2, _, _ = trapezoid(2.0 * T / 3.0, Q_START, Q_GOAL, T)

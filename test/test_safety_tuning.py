@@ -1,4 +1,4 @@
-"""Live tuning over real DDS (issue 5): the payload set at runtime on the plant alone
+"""Live tuning over real DDS (doc/safety.md): the payload set at runtime on the plant alone
 degrades tracking ([LEE] §5's open load variation) and set on the controller too restores it;
 a payload change compiles no code, does not stall the loop and takes effect at the next
 cycle; effort limits set at runtime clip, count and

@@ -1,4 +1,4 @@
-"""The controller's state watchdog over real DDS (issue 5): /joint_states older than
+"""The controller's state watchdog over real DDS (doc/safety.md): /joint_states older than
 state_timeout ⇒ a zero effort vector every cycle and status `state_timeout`; when states
 return it holds the measured position (the old trajectory is abandoned, the reference never
 jumps back to it). The test plays the robot; the plant's command timeout is tested in

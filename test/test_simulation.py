@@ -68,7 +68,7 @@ def test_computed_torque_error_shrinks_with_the_control_period():
 
 
 def test_computed_torque_follows_the_continuous_error_dynamics_at_fast_sampling():
-    # [LEE] (4.3), digest B O3: ë + 20ė + 100e = 0 → e(t) = (e0 + 10 e0 t) exp(−10 t)
+    # [LEE] (4.3): ë + 20ė + 100e = 0 → e(t) = (e0 + 10 e0 t) exp(−10 t)
     model = spatial_arm(gravity=(0.0, 0.0, -9.81))
     q_goal = np.array([0.2, -0.4, 0.7])
     e0 = np.array([0.05, -0.03, 0.02])

@@ -1,5 +1,5 @@
-"""Trajectory semantics over real DDS (issue 4): JointTrajectory messages in, ~/reference and
-efforts out, through the real computed_torque_controller node.
+"""Trajectory semantics over real DDS (doc/trajectories.md): JointTrajectory messages in,
+~/reference and efforts out, through the real computed_torque_controller node.
 
 The test plays both the robot and the clock: the controllers run in `on_state` mode on
 simulated time, and every cycle is one /clock tick followed by one /joint_states message

@@ -9,8 +9,13 @@ Creates .venv-<distro> in the repository if it is missing (rclpy and the message
 come from PyPI as ros-<distro>-* wheels for CPython 3.10-3.12; no ROS install, no
 sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`sim`), the
 test suite (`test`, which ends with pytest's summary line; no tests collected is a failure)
-or the issue 6 benchmark (`bench`: first installs its yardstick Pinocchio, `pin`, into the
-venv if it is missing; a benchmark dependency, never one of the package).
+or the performance benchmark (`bench`, doc/performance.md: first installs its yardstick
+Pinocchio, `pin`, into the venv if it is missing; a benchmark dependency, never one of the package).
+
+`test` and `bench` also build the control_msgs interfaces the controller's
+FollowJointTrajectory action uses into the venv, once (PyPI has no control_msgs wheel;
+cmake and a C/C++ compiler build it from tools/interfaces/control_msgs in about two
+minutes; see tools/interfaces.py). `sim` uses them when they are there.
 """
 
 import argparse
@@ -19,6 +24,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+import interfaces   # noqa: I100 - tools/interfaces.py, beside this file
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DISTROS = ('kilted', 'jazzy')
@@ -139,6 +146,8 @@ def parse(argv):
 def main(argv=None):
     options = parse(sys.argv[1:] if argv is None else argv)
     python = options.python or ensure_venv(options.distro)
+    if options.command != 'sim':      # the demo does not need it; its first run stays quick
+        interfaces.ensure_control_msgs(python, options.distro)
     if options.command == 'sim':
         return run_sim(python, options)
     if options.command == 'bench':

@@ -14,7 +14,7 @@ preset in config/.
 
 Independence: this script does not import robot_dynamics. It reads the preset YAML files
 with plain PyYAML, generates random chains itself, and builds each Pinocchio model
-directly from the DH numbers (DESIGN.md "Conventions"):
+directly from the DH numbers (doc/conventions.md):
 
 * standard DH, ``T_{i-1,i} = Rz(θ_i) Tz(d_i) Tx(a_i) Rx(α_i)``: Pinocchio joint i sits on
   the axis z_{i-1}; its placement in joint i-1 is ``Tx(a_{i-1}) Rx(α_{i-1}) Rz(θ0_i) Tz(d0_i)``

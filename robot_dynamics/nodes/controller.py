@@ -270,7 +270,7 @@ class ComputedTorqueController(Node):
     def _create_interfaces(self):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         # No QoS event handlers on the publishers and on the /joint_states subscription:
-        # each is one more entity the executor walks on every wait (issue 6 profile). A
+        # each is one more entity the executor walks on every wait (seen in profiles). A
         # best-effort volatile subscription is compatible with every publisher; a subscriber
         # incompatible with a reliable publisher warns on its side (rclpy's default).
         quiet = PublisherEventCallbacks(use_default_callbacks=False)
@@ -287,7 +287,7 @@ class ComputedTorqueController(Node):
                                                event_callbacks=quiet)
         self._saturation_pub = self.create_publisher(UInt64, '~/saturation_count', latched,
                                                      event_callbacks=quiet)
-        # Best effort hears both reliable and best-effort publishers (ros-conventions §3.2).
+        # Best effort hears both reliable and best-effort publishers.
         self._state_sub = self.create_subscription(
             JointState, 'joint_states', self._on_joint_states, qos_profile_sensor_data,
             event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))

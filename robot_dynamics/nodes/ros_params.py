@@ -17,7 +17,7 @@ __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'robot_model', 'che
            'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
            'as_string', 'payload_model', 'seconds']
 
-# The robot block (DESIGN.md, "Configuration"); read-only: the model is built once.
+# The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
 ROBOT_PARAMETERS = (
     ('dh_convention', 'DH convention: standard (distal) or modified (Craig)'),
     ('joint_types', 'per joint: revolute or prismatic'),
