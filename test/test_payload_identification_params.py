@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 
-from robot_dynamics.identification import PayloadEstimate
+from robot_dynamics.identification import PayloadEstimate, PayloadEstimator
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.payload_identification import estimate_messages
 from robot_dynamics.nodes.ros_params import ConfigurationError
@@ -85,6 +85,26 @@ def test_a_clock_going_back_drops_the_samples_and_goes_on(controller):
         identification.record(0.01 * k, q, q, tau)
     identification.update()                               # no exception
     assert 0 < identification.estimator.samples <= before
+
+
+def test_a_state_published_twice_is_recorded_once(controller):
+    """A lock-step plant re-publishes its state while it waits for the command: the
+    controller answers it again, at the same t; that is one sample, not a time that does
+    not increase."""
+    identification = controller.identification
+    controller.set_parameters([Parameter('identification.enabled', value=True)])
+    q, tau = np.zeros(6), np.ones(6)
+    for k in range(60):
+        identification.record(0.01 * k, q, q, tau)
+        if k % 7 == 0:
+            identification.record(0.01 * k, q, q, tau)
+    assert len(identification._samples) == 60
+    identification.update()
+    once = PayloadEstimator(controller.law.model)          # the same states, each once
+    for k in range(60):
+        once.add(0.01 * k, q, q, tau)
+    once.update()
+    assert identification.estimator.samples == once.samples > 0   # nothing dropped
 
 
 def estimate(mass, excited=True, consistent=True, reason=''):

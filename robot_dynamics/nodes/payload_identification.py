@@ -113,6 +113,7 @@ class PayloadIdentification:
             raise ConfigurationError(f'identification: {error}') from None
         self.estimate = None          # the latest PayloadEstimate
         self._samples = []            # (t, q, q̇, τ) recorded since the last update
+        self._last_t = None           # t of the last recorded sample
         self._lock = threading.Lock()
         self._dirty = False           # samples or a state change not yet published
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -127,8 +128,11 @@ class PayloadIdentification:
     # ------------------------------------------------------------------ hot path
 
     def record(self, t, q, qd, tau):
-        """One control cycle: the measured state at t and the effort commanded from t on."""
-        if self.enabled:
+        """One control cycle: the measured state at t and the effort commanded from t on.
+        A cycle at the same t as the last (a state published again, e.g. by a lock-step
+        simulator that waited for its command) is the same sample: skipped."""
+        if self.enabled and t != self._last_t:
+            self._last_t = t
             self._samples.append((t, q.copy(), qd.copy(), tau.copy()))
 
     # ------------------------------------------------------------------ estimator
