@@ -27,6 +27,7 @@ setup(
     entry_points={
         'console_scripts': [
             'controller = robot_dynamics.nodes.controller:main',
+            'controller_managed = robot_dynamics.nodes.managed_controller:main',
             'plant = robot_dynamics.nodes.plant:main',
             'sim = robot_dynamics.nodes.sim:main',
             'demo_move = robot_dynamics.nodes.sim:demo_main',

@@ -125,7 +125,7 @@ def write_figure(path, name, history, noise, payload, before, after):
         if excited:
             panel.axvline(excited[0], color='0.5', lw=0.8, ls=':')
     ax.set_ylim(payload['mass'] * 0.9, payload['mass'] * 1.1)
-    ax.set_title(f'mass [kg], noise σ_q = {noise[0]:g} rad, σ_q̇ = {noise[1]:g} rad/s',
+    ax.set_title(f'mass [kg], noise σ(q) = {noise[0]:g} rad, σ(qdot) = {noise[1]:g} rad/s',
                  fontsize=8)
     ax.set_xlabel('excitation time [s]')
     ax.legend(fontsize=7)

@@ -186,7 +186,9 @@ class PayloadEstimate(NamedTuple):
     the data determine π (condition number and mass uncertainty within the estimator's
     limits); consistent: mass ≥ 0 and the centroidal inertia positive semi-definite with
     principal moments satisfying the triangle inequality; reason: why the estimate is not
-    usable, '' when it is (`usable` = excited and consistent).
+    usable, '' when it is (`usable` = excited and consistent). mass, com and inertia are
+    moved onto the consistent set when they are outside it by less than the estimate's
+    precision (see `_nearest_consistent`); parameters keep the raw least-squares values.
     """
 
     mass: float
@@ -263,12 +265,13 @@ class PayloadEstimator:
     Science, 2002). Positions are never differentiated.
 
     **Least squares.** Filtered rows are kept every 1/(4·cutoff_frequency) s (decimation:
-    the filter leaves nothing above that rate, so the kept rows are about independent) and
-    summed into per-joint normal equations A_j = Σ Y_jᵀY_j, b_j = Σ Y_jᵀy_j (O(n·10²)
-    numbers per row, no growing storage). Samples are processed in blocks of `block`
-    (one vectorised regressor call per block: about 1.3 ms per 20 samples on a 7-joint
-    arm, 60 µs per sample); with ``block=0`` `add` only appends and the samples wait for
-    `update()` or `estimate()`, e.g. from a slower timer than the control loop. `estimate()` solves the ordinary least squares, estimates each joint's
+    the filter leaves little above that rate, so the kept rows are not far from
+    independent) and summed into per-joint normal equations A_j = Σ Y_jᵀY_j,
+    b_j = Σ Y_jᵀy_j (O(n·10²) numbers per row, no growing storage). Samples are processed
+    in blocks of `block` (one vectorised regressor call per block: about 1.3 ms per 20
+    samples on a 7-joint arm, 60 µs per sample); with ``block=0`` `add` only appends and
+    the samples wait for `update()` or `estimate()`, e.g. from a slower timer than the
+    control loop. `estimate()` solves the ordinary least squares, estimates each joint's
     residual variance σ_j², and solves again weighted by 1/σ_j² (weighted least squares
     as in Gautier & Poignet 2001 and J. Swevers, W. Verdonck & J. De Schutter, "Dynamic
     model identification for industrial robots", IEEE Control Systems Magazine 27(5),
@@ -283,6 +286,12 @@ class PayloadEstimator:
     data leave a combination of parameters undetermined (holding still determines no
     inertia). `excited` requires condition_number ≤ `max_condition`, at least
     `min_samples` kept rows and mass_std ≤ `max_mass_std`.
+
+    **Arguments.** model: the controller's `RobotModel` (its payload is ignored);
+    cutoff_frequency [Hz] of the row filter; max_condition, min_samples, max_mass_std [kg]
+    and length_scale [m]: the excitation test above; max_gap [s]: a longer interval
+    between samples forms no row; block: samples per processing step (0: only on
+    `update`/`estimate`); friction_velocity [rad/s | m/s]: see Coulomb friction above.
     """
 
     def __init__(self, model, cutoff_frequency=5.0, max_condition=300.0, min_samples=100,
@@ -298,6 +307,9 @@ class PayloadEstimator:
         self.max_gap = _positive('max_gap', max_gap)
         self.block = max(0, int(block))
         self.friction_velocity = float(friction_velocity)
+        if not math.isfinite(self.friction_velocity) or self.friction_velocity < 0.0:
+            raise ValueError(f'friction_velocity: must be finite and >= 0, got '
+                             f'{friction_velocity}')
         self._scale = np.array([1.0] + [length_scale] * 3 + [length_scale ** 2] * 6)
         self.reset()
 
@@ -350,7 +362,8 @@ class PayloadEstimator:
 
     def update(self):
         """Process the samples buffered by `add` now (`estimate` does it too). With
-        ``block=0`` `add` only appends (a few µs) and a slower timer calls this."""
+        ``block=0`` `add` only checks and appends (about 10 µs) and a slower timer calls this
+        (about 20 µs per buffered sample, vectorised)."""
         self._process()
 
     def _process(self):
@@ -397,7 +410,6 @@ class PayloadEstimator:
         pi = theta * self._scale
         cov = cov * np.outer(self._scale, self._scale)
         std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        mass, com, inertia = payload_from_parameters(pi)
         mass_std, com_std = float(std[0]), _com_std(pi, cov)
         reasons = []
         excited = True
@@ -412,7 +424,11 @@ class PayloadEstimator:
             excited = False
             reasons.append(f'not excited: mass uncertainty {mass_std:.3g} kg > '
                            f'{self.max_mass_std:g} kg')
-        inconsistency = physical_consistency(mass, inertia)
+        # the precision asked for (max_mass_std, in kg for every scaled parameter) bounds
+        # how far outside the consistent set an estimate may be and still be moved onto it
+        mass, com, inertia, inconsistency = _nearest_consistent(
+            pi, std, max(3.0 * mass_std, self.max_mass_std),
+            self.max_mass_std * self.length_scale ** 2)
         if inconsistency:
             reasons.append('not physically consistent: ' + inconsistency)
         return PayloadEstimate(mass, com, inertia, pi, std, cov, mass_std, com_std,
@@ -440,6 +456,38 @@ class PayloadEstimator:
                                nan3, math.inf, self._rows * self.model.n, False, False, reason)
 
 
+def _nearest_consistent(pi, std, mass_tolerance, inertia_tolerance):
+    """(mass, com, centroidal inertia (6,), '' or why not consistent) of π.
+
+    An estimate of a body on the edge of consistency (a point mass has a zero centroidal
+    inertia, no payload a zero mass) falls outside it as often as inside. Within the
+    estimate's precision it is moved onto the consistent set: a mass below zero by at most
+    `mass_tolerance` [kg] becomes 0 (centre of mass 0, the inertia about the frame origin
+    as centroidal inertia); principal moments are projected onto the set (negative ones
+    raised to 0, then, if the largest exceeds the sum of the others, it is lowered and
+    they are raised by a third of the excess), accepted when no moment moves by more than
+    max(`inertia_tolerance` [kg m²], 1 % of the largest moment about the frame origin,
+    3 standard deviations of the inertia entries). Beyond, the raw values are returned
+    with the reason."""
+    mass, com, inertia = payload_from_parameters(pi)
+    about_origin = _inertia_matrix(pi[4:])
+    if -mass_tolerance <= mass < 0.0:
+        mass, com, inertia = 0.0, np.zeros(3), np.array(_urdf6(about_origin))
+    if mass < 0.0 or not math.isfinite(mass):
+        return mass, com, inertia, physical_consistency(mass, inertia)
+    moments, axes = np.linalg.eigh(_inertia_matrix(inertia))
+    projected = np.clip(moments, 0.0, None)
+    excess = projected[2] - projected[0] - projected[1]
+    if excess > 0.0:
+        projected = projected + excess / 3.0 * np.array([1.0, 1.0, -1.0])
+    spread = float(np.max(np.abs(np.linalg.eigvalsh(about_origin))))
+    inertia_std = float(np.max(std[4:])) if np.all(np.isfinite(std[4:])) else 0.0
+    tolerance = max(inertia_tolerance, 0.01 * spread, 3.0 * inertia_std)
+    if np.max(np.abs(projected - moments)) > tolerance:
+        return mass, com, inertia, physical_consistency(mass, inertia)
+    return mass, com, np.array(_urdf6((axes * projected) @ axes.T)), ''
+
+
 def _solve(A, b):
     """Solution, inverse and condition number (of the regressor: √ of A's) of the normal
     equations A θ = b; directions with no information are left at zero and make the
@@ -452,9 +500,9 @@ def _solve(A, b):
     inverse_values = np.where(kept, 1.0 / np.where(kept, eigenvalues, 1.0), 0.0)
     inverse = (vectors * inverse_values) @ vectors.T
     cond = math.sqrt(top / eigenvalues[0]) if np.all(kept) else math.inf
-    if not np.all(kept):
-        inverse = inverse + vectors[:, ~kept] @ vectors[:, ~kept].T * math.inf
-        inverse = np.nan_to_num(inverse, nan=math.inf)
+    undetermined = np.sum(vectors[:, ~kept] ** 2, axis=1) > 1e-12   # parameters touched
+    inverse[undetermined, :] = math.inf
+    inverse[:, undetermined] = math.inf
     return (vectors * inverse_values) @ (vectors.T @ b), inverse, cond
 
 
@@ -522,7 +570,8 @@ def exciting_trajectory(model, duration, amplitude=0.5, harmonics=5, base_freque
         raise ValueError(f'amplitude: expected finite values >= 0, got {amplitude}')
     low, high = model.position_min, model.position_max
     if start is None:
-        start = np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high), 0.0)
+        bounded = np.isfinite(low) & np.isfinite(high)
+        start = 0.5 * (np.where(bounded, low, 0.0) + np.where(bounded, high, 0.0))
     start = np.asarray(start, dtype=float)
     if start.shape != (n,) or not np.all(np.isfinite(start)):
         raise ValueError(f'start: expected {n} finite values, got {start}')

@@ -59,6 +59,25 @@ class RosHarness:
         rclpy.try_shutdown(context=self.context)
 
 
+# Messages a robot and an operator send.
+
+def resting_state(joints, q, node):
+    """sensor_msgs/JointState: the arm at rest at `q`, stamped with `node`'s clock."""
+    from sensor_msgs.msg import JointState
+    msg = JointState(name=list(joints), position=[float(v) for v in q],
+                     velocity=[0.0] * len(joints))
+    msg.header.stamp = node.get_clock().now().to_msg()
+    return msg
+
+
+def move_to(joints, goal, seconds):
+    """trajectory_msgs/JointTrajectory: one point, `goal` after `seconds` (whole s)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    point = JointTrajectoryPoint(positions=[float(v) for v in goal])
+    point.time_from_start.sec = seconds
+    return JointTrajectory(joint_names=list(joints), points=[point])
+
+
 # rcl_interfaces Parameter messages, as `ros2 param set` sends them.
 
 def _parameter(name, **value):

@@ -27,6 +27,7 @@ LAUNCH_FILES = sorted(glob.glob(os.path.join(REPO, 'launch', '*.py')))
 # rosdep keys of Python modules whose import name differs from the key
 ROSDEP_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml'}
 SIM_LAUNCH = os.path.join(REPO, 'launch', 'sim.launch.py')
+MANAGED_LAUNCH = os.path.join(REPO, 'launch', 'controller_managed.launch.py')
 UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
 
 
@@ -79,7 +80,8 @@ def test_launch_file_executables_are_console_scripts_or_optional_packages(path):
     """Our nodes are console scripts; other packages only the optional visual ones, which
     the launch file starts only when the ament index has them (bringup.visual_plan)."""
     scripts = console_scripts()
-    nodes = list(calls(parse(path), 'Node'))
+    tree = parse(path)
+    nodes = list(calls(tree, 'Node')) + list(calls(tree, 'LifecycleNode'))
     assert nodes
     for node in nodes:
         package = keyword(node, 'package')
@@ -114,6 +116,59 @@ def test_config_files_referenced_exist_and_are_installed(path):
     installed = {os.path.basename(p) for pattern in ('*.yaml', '*.rviz')
                  for p in glob.glob(os.path.join(REPO, 'config', pattern))}
     assert referenced <= installed, referenced - installed
+
+
+def transition_attribute(call):
+    """The name of a ChangeState call's transition_id (Transition.TRANSITION_...)."""
+    for kw in call.keywords:
+        if kw.arg == 'transition_id' and isinstance(kw.value, ast.Attribute):
+            return kw.value.attr
+    return None
+
+
+def test_managed_launch_file_configures_then_activates_the_lifecycle_controller_once():
+    """controller_managed.launch.py: the managed executable as a LifecycleNode named as the
+    node names itself; configure emitted at start-up (autostart), activate emitted by a
+    handler of configuring -> inactive only (a later deactivate is not undone)."""
+    from robot_dynamics.nodes.managed_controller import NODE_NAME
+    tree = parse(MANAGED_LAUNCH)
+    (node,) = calls(tree, 'LifecycleNode')
+    assert keyword(node, 'executable') == 'controller_managed'
+    assert console_scripts()['controller_managed'].startswith(
+        'robot_dynamics.nodes.managed_controller:')
+    assert keyword(node, 'name') == NODE_NAME
+    assert 'namespace' in {kw.arg for kw in node.keywords}   # launch_ros requires it
+    handlers = list(calls(tree, 'OnStateTransition'))
+    assert len(handlers) == 1
+    handler = handlers[0]
+    assert keyword(handler, 'start_state') == 'configuring'
+    assert keyword(handler, 'goal_state') == 'inactive'
+    inside = {transition_attribute(c) for c in calls(handler, 'ChangeState')}
+    everywhere = [transition_attribute(c) for c in calls(tree, 'ChangeState')]
+    assert inside == {'TRANSITION_ACTIVATE'}
+    assert sorted(everywhere) == ['TRANSITION_ACTIVATE', 'TRANSITION_CONFIGURE']
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(tree, 'DeclareLaunchArgument')}
+    assert defaults['autostart'] == 'true' and defaults['activate'] == 'true'
+    conditions = [first_string(c.args[0]) for c in calls(tree, 'IfCondition')]
+    assert sorted(conditions) == ['activate', 'autostart']
+
+
+def test_managed_launch_file_generates_its_actions():
+    """Where launch_ros is installed: the launch description builds (imports resolve)."""
+    pytest.importorskip('launch')
+    pytest.importorskip('launch_ros')
+    spec = importlib.util.spec_from_file_location('managed_launch', MANAGED_LAUNCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
+    from launch_ros.actions import LifecycleNode
+    try:
+        get_package_share_directory('robot_dynamics')
+    except PackageNotFoundError:
+        pytest.skip('robot_dynamics is not installed in an ament prefix (colcon build)')
+    description = module.generate_launch_description()
+    assert any(isinstance(entity, LifecycleNode) for entity in description.entities)
 
 
 def test_sim_launch_file_declares_the_visual_arguments_rviz_off_by_default():

@@ -156,25 +156,49 @@ def test_physical_consistency_names_the_violation():
     assert physical_consistency(0.0, [0.0] * 6) == ''
 
 
+def estimate_from_exact_efforts(model, pi, duration=8.0):
+    """The estimate from the efforts of a payload π along an exciting trajectory, each
+    period's held effort the mean of its ends (second-order accurate, like the rows)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ExcitationWarning)    # the Panda's speed limits
+        t, q, qd, qdd = exciting_trajectory(model, duration)
+    tau = dynamics.inverse_dynamics(model, q, qd, qdd) + payload_regressor(model, q, qd, qdd) @ pi
+    estimator = PayloadEstimator(model)
+    for k in range(len(t)):
+        estimator.add(t[k], q[k], qd[k], 0.5 * (tau[k] + tau[min(k + 1, len(t) - 1)]))
+    return estimator.estimate()
+
+
 def test_inconsistent_data_are_reported():
     """Efforts of a 'payload' with negative mass: the fit finds it and says it is not
     physically consistent."""
     model = load('panda')
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ExcitationWarning)    # the Panda's speed limits
-        t, q, qd, qdd = exciting_trajectory(model, 8.0)
     pi = payload_parameters(-1.0, (0.0, 0.0, 0.1), [1e-3, 0, 0, 1e-3, 0, 1e-3])
-    estimator = PayloadEstimator(model)
-    # rows built from exact accelerations: τ = τ_0 + Y π with the held effort of each period
-    # equal to the mean of the period's ends (second-order accurate, like the estimator)
-    tau = dynamics.inverse_dynamics(model, q, qd, qdd) + payload_regressor(model, q, qd, qdd) @ pi
-    for k in range(len(t)):
-        estimator.add(t[k], q[k], qd[k], 0.5 * (tau[k] + tau[min(k + 1, len(t) - 1)]))
-    estimate = estimator.estimate()
+    estimate = estimate_from_exact_efforts(model, pi)
     assert estimate.excited
     assert estimate.mass == pytest.approx(-1.0, rel=0.02)
     assert not estimate.consistent and not estimate.usable
     assert 'negative' in estimate.reason
+
+
+@pytest.mark.parametrize('mass', [0.0, 2.5])
+def test_bodies_on_the_edge_of_consistency_come_out_consistent(mass):
+    """No payload (zero mass) and a point mass (zero centroidal inertia) are on the edge
+    of the consistent set; their estimates land on either side of it and are moved onto
+    it: usable, mass >= 0, centroidal inertia positive semi-definite, triangle inequality."""
+    model = load('panda')
+    pi = payload_parameters(mass, (0.05, 0.0, 0.15), [0.0] * 6)
+    estimate = estimate_from_exact_efforts(model, pi)
+    assert estimate.usable, estimate.reason
+    assert estimate.mass >= 0.0 and estimate.mass == pytest.approx(mass, abs=0.01)
+    moments = np.linalg.eigvalsh(np.array([[estimate.inertia[0], estimate.inertia[1],
+                                            estimate.inertia[2]],
+                                           [estimate.inertia[1], estimate.inertia[3],
+                                            estimate.inertia[4]],
+                                           [estimate.inertia[2], estimate.inertia[4],
+                                            estimate.inertia[5]]]))
+    assert moments[0] >= -1e-12 and moments[2] <= moments[0] + moments[1] + 1e-12
+    assert np.max(np.abs(estimate.inertia)) < 1e-3
 
 
 # ---------------------------------------------------------------------- excitation
@@ -226,3 +250,19 @@ def test_exciting_trajectory_fits_whole_periods_and_is_reproducible():
         np.testing.assert_array_equal(x, y)
     c = exciting_trajectory(model, 7.0, base_frequency=0.2, seed=5)
     assert not np.allclose(a[1], c[1])
+
+
+def test_a_planar_arm_cannot_determine_all_ten_parameters():
+    """A planar 2R arm moves the payload in a plane: most inertia combinations never act,
+    the condition number is infinite and their uncertainty too."""
+    model = load('planar2')
+    t, q, qd, qdd = exciting_trajectory(model, 10.0, amplitude=0.8)
+    tau = dynamics.inverse_dynamics(model.with_payload(**PAYLOAD), q, qd, qdd)
+    estimator = PayloadEstimator(model)
+    for k in range(len(t)):
+        estimator.add(t[k], q[k], qd[k], tau[k])
+    estimate = estimator.estimate()
+    assert estimate.condition_number == math.inf
+    assert not estimate.excited and 'condition number inf' in estimate.reason
+    assert np.any(np.isinf(estimate.parameters_std))
+    assert np.all(np.isfinite(estimate.parameters))

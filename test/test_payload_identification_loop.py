@@ -7,75 +7,54 @@ mass and 5 mm in centre of mass, and a [LEE]-style move tracked with it applied 
 at least 10x less maximum error than without.
 """
 
-import os
 import warnings
 
 import numpy as np
 import pytest
 
-from conftest import REPO
-from robot_dynamics import profiles, simulation
-from robot_dynamics.identification import (ExcitationWarning, exciting_trajectory,
-                                           identify_in_closed_loop, sampled_reference)
+from robot_dynamics import simulation
+from robot_dynamics.identification import identify_in_closed_loop
 from robot_dynamics.model import ModelWarning, RobotModel
+from test_examples import load_example
 
-CONTROL_PERIOD = 0.01       # s, [LEE]'s sampling
-PLANT_STEP = 0.002          # s, RK4
-KP, KD = 100.0, 20.0        # [LEE] §5 gains, 1/s² and 1/s
+# the set-up of examples/payload_identification.py, whose figures the doc page shows:
+# 100 Hz, Kp = 100, Kd = 20, RK4 at 2 ms, the payloads and moves per preset
+scenario = load_example('payload_identification')
+PAYLOADS, MOVES, load = scenario.PAYLOADS, scenario.MOVES, scenario.load
 EXCITATION = 20.0           # s of exciting trajectory
-# the payload frame is the last DH link frame; its z axis is the flange axis
-PAYLOADS = {
-    'puma560': dict(mass=2.5, com=(0.05, 0.0, 0.10), inertia=[8e-3, 0.0, 0.0, 9e-3, 0.0, 4e-3]),
-    'panda': dict(mass=2.5, com=(0.05, 0.0, 0.15), inertia=[8e-3, 0.0, 0.0, 9e-3, 0.0, 4e-3]),
-}
-# [LEE] §5's move on the PUMA 560; a move of similar size inside the Panda's limits
-MOVES = {
-    'puma560': (np.radians([90.0, 0.0, 90.0, 0.0, 0.0, 0.0]),
-                np.radians([45.0, 30.0, 0.0, 45.0, 60.0, 90.0])),
-    'panda': (np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8]),
-              np.array([0.8, 0.3, -0.5, -1.4, 0.8, 2.6, -0.6])),
-}
-
-
-def load(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        return RobotModel.from_yaml(os.path.join(REPO, 'config', name + '.yaml'))
 
 
 def identify(plant, model, reference, q0, duration, **noise):
     """The estimate and the run of computed torque with `model` on `plant`."""
-    estimate, run, _ = identify_in_closed_loop(plant, model, reference, duration, q0, KP, KD,
-                                               CONTROL_PERIOD, PLANT_STEP, **noise)
+    estimate, run, _ = identify_in_closed_loop(
+        plant, model, reference, duration, q0, scenario.KP, scenario.KD,
+        scenario.CONTROL_PERIOD, scenario.PLANT_STEP, **noise)
     return estimate, run
+
+
+def excite(plant, model, **noise):
+    """The estimate after the default exciting trajectory."""
+    trajectory = scenario.excitation(model, EXCITATION)
+    estimate, _, _ = scenario.identify(plant, model, trajectory, EXCITATION, **noise)
+    return estimate
 
 
 def move_error(plant, model, name):
     """Max tracking error of the quintic move (2 s + 0.5 s settling) with controller `model`."""
-    start, goal = MOVES[name]
-    reference = (lambda t: profiles.quintic(t, start, goal, 2.0))
-    controller = simulation.computed_torque(model, KP, KD, reference)
-    run = simulation.simulate_closed_loop(plant, controller, reference, 2.5, CONTROL_PERIOD,
-                                          PLANT_STEP, start, np.zeros(len(start)),
-                                          effort_limits=model.effort_max)
-    return float(np.max(np.abs(run.error)))
+    return float(np.max(np.abs(scenario.move(plant, model, name).error)))
 
 
 @pytest.fixture(scope='module', params=['puma560', 'panda'])
 def identified(request):
-    """(name, model, plant, estimate, run) of one excitation run per preset."""
+    """(name, model, plant, estimate) of one excitation run per preset."""
     name = request.param
     model = load(name)
     plant = model.with_payload(**PAYLOADS[name])
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ExcitationWarning)    # the Panda's speed limits
-        t, q, qd, qdd = exciting_trajectory(model, EXCITATION)
-    estimate, run = identify(plant, model, sampled_reference(t, q, qd, qdd), q[0], EXCITATION)
-    return name, model, plant, estimate, run
+    return name, model, plant, excite(plant, model)
 
 
 def test_excitation_identifies_mass_within_2_percent_and_com_within_5_mm(identified):
-    name, _, _, estimate, _ = identified
+    name, _, _, estimate = identified
     payload = PAYLOADS[name]
     assert estimate.usable, estimate.reason
     assert estimate.reason == ''
@@ -84,10 +63,9 @@ def test_excitation_identifies_mass_within_2_percent_and_com_within_5_mm(identif
 
 
 def test_estimate_applied_makes_the_move_track_10x_better(identified):
-    name, model, plant, estimate, _ = identified
+    name, model, plant, estimate = identified
     without = move_error(plant, model, name)
-    applied = model.with_payload(mass=estimate.mass, com=estimate.com,
-                                 inertia=estimate.inertia)
+    applied = model.with_payload(**estimate.payload)
     with_estimate = move_error(plant, applied, name)
     assert with_estimate * 10.0 <= without, (with_estimate, without)
     # what is left is the sampled loop's own error with the heavier wrist, not the estimate's
@@ -111,15 +89,13 @@ def test_holding_still_is_reported_not_excited():
 
 def test_measurement_noise_degrades_the_estimate_gracefully():
     """Gaussian noise on q and q̇ (σ_q = 1e-3 rad, 2.3 steps of [LEE] §5's 12-bit A/D
-    converter, σ_q̇ = 0.02 rad/s): still
-    within the 2 % / 5 mm bounds, with the error inside 5 reported standard deviations."""
+    converter, σ_q̇ = 0.02 rad/s): still within the 2 % / 5 mm bounds, with the error
+    inside 5 reported standard deviations."""
     name = 'puma560'
     model = load(name)
     payload = PAYLOADS[name]
     plant = model.with_payload(**payload)
-    t, q, qd, qdd = exciting_trajectory(model, EXCITATION)
-    estimate, _ = identify(plant, model, sampled_reference(t, q, qd, qdd), q[0], EXCITATION,
-                           sigma_q=1e-3, sigma_qd=2e-2, seed=3)
+    estimate = excite(plant, model, sigma_q=1e-3, sigma_qd=2e-2)
     assert estimate.usable, estimate.reason
     mass_error = abs(estimate.mass - payload['mass'])
     assert mass_error <= 0.02 * payload['mass']
@@ -140,8 +116,7 @@ def test_drive_model_with_coulomb_friction_is_identified_too():
         model = RobotModel.from_params(params)
     payload = PAYLOADS['puma560']
     plant = model.with_payload(**payload)
-    t, q, qd, qdd = exciting_trajectory(model, EXCITATION)
-    estimate, _ = identify(plant, model, sampled_reference(t, q, qd, qdd), q[0], EXCITATION)
+    estimate = excite(plant, model)
     assert estimate.usable, estimate.reason
     assert abs(estimate.mass - payload['mass']) <= 0.02 * payload['mass']
     assert np.linalg.norm(estimate.com - np.asarray(payload['com'])) <= 5e-3

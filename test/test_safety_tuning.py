@@ -20,6 +20,7 @@ from std_msgs.msg import Float64MultiArray, String, UInt64
 import yaml
 
 from robot_dynamics import codegen
+from robot_dynamics.nodes import diagnostics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from ros_testing import PUMA, REPO, RosHarness, SIM, double, doubles, integers, string
@@ -259,8 +260,9 @@ def test_every_scalar_parameter_has_a_range_and_a_description_with_units(loop, n
             assert '[' in descriptor.description, descriptor.name    # units in brackets
     live = {d.name for d in target.describe_parameters(names) if not d.read_only}
     payload = {'robot.payload.mass', 'robot.payload.com', 'robot.payload.inertia'}
+    thresholds = {f'diagnostics.{name}' for name, _, _ in diagnostics.THRESHOLDS}
     if node == 'plant':
-        assert live == payload
+        assert live == payload | thresholds
     else:
         assert payload | {'gains.kp', 'gains.kd', 'effort_limits', 'state_timeout'} <= live
 

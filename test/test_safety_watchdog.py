@@ -13,10 +13,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
-from ros_testing import PUMA, RosHarness
+from ros_testing import move_to, PUMA, resting_state, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -49,16 +49,13 @@ class Robot(Node):
         self.log.append(('status', msg.data))
 
     def send(self, q, stamp=None):
-        msg = JointState(name=JOINTS, position=[float(v) for v in q], velocity=[0.0] * 6)
-        msg.header.stamp = stamp or self.get_clock().now().to_msg()
+        msg = resting_state(JOINTS, q, self)
+        if stamp is not None:
+            msg.header.stamp = stamp
         self.states.publish(msg)
 
     def move_to(self, goal, duration):
-        msg = JointTrajectory(joint_names=JOINTS)
-        point = JointTrajectoryPoint(positions=[float(v) for v in goal])
-        point.time_from_start.sec = duration
-        msg.points.append(point)
-        self.trajectory.publish(msg)
+        self.trajectory.publish(move_to(JOINTS, goal, duration))
 
 
 def start(*overrides):

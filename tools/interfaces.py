@@ -45,11 +45,12 @@ BUILD_WHEELS = (
     'builtin-interfaces', 'std-msgs', 'trajectory-msgs', 'action-msgs',
     'unique-identifier-msgs', 'service-msgs', 'type-description-interfaces')
 # What differs by distribution: Jazzy has Fast DDS 2 (fastrtps), and its ament_cmake_ros
-# finds the gtest/gmock helpers at configure time; Kilted has Fast DDS 3 (fastdds).
+# finds the gtest/gmock helpers at configure time; Kilted has Fast DDS 3 (fastdds) and
+# ament_cmake_ros_core.
 DISTRO_WHEELS = {
     'jazzy': ('fastrtps', 'fastrtps-cmake-module', 'ament-cmake-gmock', 'ament-cmake-gtest',
               'gmock-vendor', 'gtest-vendor', 'domain-coordinator', 'python-cmake-module'),
-    'kilted': ('fastdds',),
+    'kilted': ('fastdds', 'ament-cmake-ros-core'),
 }
 BUILD_PYTHON = ('catkin-pkg',)    # package.xml parsing for ament_cmake (PyPI)
 # Feedback fields that Jazzy's control_msgs (5.8) does not have.

@@ -22,6 +22,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
+from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
@@ -295,6 +296,7 @@ class ComputedTorqueController(Node):
             JointTrajectory, '~/joint_trajectory', self._on_trajectory, 10)
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
+        self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
 
     def spin_on_state(self, executor, running=None):
         """The controller executable's loop in on_state mode, instead of `executor`: wait
@@ -485,6 +487,7 @@ class ComputedTorqueController(Node):
 
     # ------------------------------------------------------------------ the control cycle
 
+    @measured
     def _control_cycle(self, t, clock_now):
         """t: the time the reference is sampled at; clock_now: for the state timeout."""
         if not self._ready and not self._start_holding(t):
@@ -550,6 +553,7 @@ class ComputedTorqueController(Node):
             self._saturated_cycles += 1
             self._saturation_pub.publish(UInt64(data=self._saturated_cycles))
             joints = [self.joints[i] for i in np.flatnonzero(limited != tau)]
+            self._diagnostics.saturated_joints.update(joints)
             self._warn(f'effort clipped to effort_limits on {joints} '
                        f'({self._saturated_cycles} cycles so far)')
         return limited

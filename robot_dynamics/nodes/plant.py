@@ -37,6 +37,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
+from robot_dynamics.nodes.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
@@ -108,6 +109,7 @@ class PlantSimulator(Node):
         self._timer = self.create_timer(wall_period, self._on_timer,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._diagnostics = PlantDiagnostics(self)      # /diagnostics
         self.get_logger().info(
             f'{n} joints, {self.method} at {self.dt * 1e3:g} ms, /joint_states every '
             f'{self.tick_period * 1e3:g} ms'
@@ -415,6 +417,7 @@ class PlantSimulator(Node):
                 'before the next tick'.format(**stats))
         return super().destroy_node()
 
+    @measured
     def _advance(self, ticks=1):
         """Integrate `ticks` ticks (steps_per_tick steps each, effort held), then publish."""
         if self.stopped:

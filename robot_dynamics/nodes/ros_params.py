@@ -57,6 +57,8 @@ class ConfigurationError(ValueError):
 def declare(node, name, default, description, read_only=False, minimum=None, maximum=None):
     """Declare one parameter with a descriptor and return its value. Typing is dynamic so
     that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type."""
+    if node.has_parameter(name):    # a managed node configured again: the current value
+        return node.get_parameter(name).value
     descriptor = ParameterDescriptor(description=description, read_only=read_only,
                                      dynamic_typing=True)
     if minimum is not None or maximum is not None:

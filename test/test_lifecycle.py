@@ -1,0 +1,362 @@
+"""The managed controller (`controller_managed`) over real DDS: transitions requested as
+`ros2 lifecycle set` does (the node's change_state service), the effort topic observed.
+
+configure with a bad parameter fails and names it (in the log, on /rosout), and succeeds
+once the parameter is fixed; inactive commands nothing; activate starts from the measured
+position (the first effort is the gravity torque there: no jump); deactivate leaves one
+zero-effort command and then silence; cleanup removes the topics, configure again works,
+shutdown finalizes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_dynamics import dynamics
+from robot_dynamics.model import RobotModel
+from ros_testing import doubles, move_to, PUMA, REPO, resting_state, RosHarness
+
+lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
+from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from rcl_interfaces.msg import Log  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+
+from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController  # noqa
+
+pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
+JOINTS = [f'joint_{i}' for i in range(1, 7)]
+CONTROLLER = '/computed_torque_controller'
+COMMANDS = '/effort_controller/commands'
+Q = np.array([0.3, -0.4, 0.5, 0.2, -0.6, 0.7])
+MOVED = Q + np.array([0.2, -0.1, 0.15, 0.0, 0.1, -0.2])
+GOAL = Q - 0.2
+ZERO = [0.0] * 6
+UR5 = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'ur5.urdf')
+
+
+class Operator(Node):
+    """The robot (publishes /joint_states), the operator (`ros2 lifecycle set`, `ros2 param
+    set`) and the observer (efforts, ~/status, /rosout) in one node."""
+
+    def __init__(self, context):
+        super().__init__('operator', context=context)
+        self.states = self.create_publisher(JointState, 'joint_states', 10)
+        self.trajectory = self.create_publisher(JointTrajectory,
+                                                f'{CONTROLLER}/joint_trajectory', 10)
+        self.change_state = self.create_client(ChangeState, f'{CONTROLLER}/change_state')
+        self.get_state = self.create_client(GetState, f'{CONTROLLER}/get_state')
+        self.set_parameters = self.create_client(SetParameters,
+                                                 f'{CONTROLLER}/set_parameters')
+        self.efforts, self.references, self.logs = [], [], []
+        self.status = None
+        self.create_subscription(Float64MultiArray, COMMANDS,
+                                 lambda m: self.efforts.append(list(m.data)), 1000)
+        self.create_subscription(JointState, f'{CONTROLLER}/reference',
+                                 lambda m: self.references.append(list(m.position)), 1000)
+        latched = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(String, f'{CONTROLLER}/status',
+                                 lambda m: setattr(self, 'status', m.data), latched)
+        self.create_subscription(Log, '/rosout', self.logs.append, 1000)
+        self.diagnostics = []        # the controller's statuses
+        self.create_subscription(
+            DiagnosticArray, '/diagnostics', lambda m: self.diagnostics.extend(
+                s for s in m.status if s.name.startswith('computed_torque_controller:')), 100)
+        self.q = Q
+
+    def send_state(self):
+        self.states.publish(resting_state(JOINTS, self.q, self))
+
+    def move_to(self, goal, duration):
+        self.trajectory.publish(move_to(JOINTS, goal, duration))
+
+
+def call(harness, operator, client, request, what, resend_after=None):
+    """Send `request` while the robot keeps publishing states; the response. An idempotent
+    request may be sent again every `resend_after` s: a client sees the service ready
+    once its request reaches the server, which may be before the response can come back
+    (a response sent before then is lost)."""
+    future = client.call_async(request)
+    sent = time.monotonic()
+
+    def answered():
+        nonlocal future, sent
+        operator.send_state()
+        if future.done():
+            return True
+        if resend_after is not None and time.monotonic() - sent > resend_after:
+            client.remove_pending_request(future)
+            future, sent = client.call_async(request), time.monotonic()
+        return False
+    harness.spin_until(answered, what)
+    return future.result()
+
+
+def transition(harness, operator, label):
+    request = ChangeState.Request(transition=Transition(label=label))
+    return call(harness, operator, operator.change_state, request, label).success
+
+
+def state(harness, operator):
+    return call(harness, operator, operator.get_state, GetState.Request(),
+                'get_state', resend_after=1.0).current_state.id
+
+
+def reachable(harness, operator):
+    """Until each service has answered once, with requests that change nothing (an
+    unknown transition label, no parameters): after that no response can be lost."""
+    unknown = ChangeState.Request(transition=Transition(label='no_such_transition'))
+    assert not call(harness, operator, operator.change_state, unknown, 'change_state',
+                    resend_after=1.0).success
+    call(harness, operator, operator.set_parameters, SetParameters.Request(),
+         'set_parameters', resend_after=1.0)
+    state(harness, operator)
+
+
+def stream_for(harness, operator, seconds):
+    """The robot publishes its state about every 10 ms for `seconds` of wall time."""
+    end = time.monotonic() + seconds
+    harness.spin_until(lambda: operator.send_state() or time.monotonic() > end, 'streaming')
+
+
+def stream_until(harness, operator, predicate, what):
+    harness.spin_until(lambda: operator.send_state() or predicate(), what)
+
+
+def start(*overrides):
+    args = []
+    for item in overrides:
+        args += ['-p', item]
+    harness = RosHarness(PUMA, ros_args=args)
+    controller = harness.add(ManagedComputedTorqueController(context=harness.context))
+    operator = harness.add(Operator(harness.context))
+    harness.spin_until(lambda: operator.change_state.service_is_ready()
+                       and operator.get_state.service_is_ready()
+                       and operator.set_parameters.service_is_ready(), 'lifecycle services')
+    reachable(harness, operator)
+    return harness, controller, operator
+
+
+def configured(harness, operator):
+    """configure, then wait until the controller's topics have matched ours."""
+    assert transition(harness, operator, 'configure')
+    stream_until(harness, operator,
+                 lambda: operator.states.get_subscription_count() > 0
+                 and operator.trajectory.get_subscription_count() > 0
+                 and operator.count_publishers(COMMANDS) > 0
+                 and operator.status == 'inactive', 'discovery')
+
+
+def topics(node):
+    """The topics `node` publishes or subscribes to (its own entities: another test
+    process that happens to share the domain cannot interfere)."""
+    return ({p.topic_name for p in node.publishers}
+            | {s.topic_name for s in node.subscriptions})
+
+
+def gravity(q):
+    return dynamics.gravity_torques(RobotModel.from_yaml(PUMA), q)
+
+
+def test_configure_with_a_bad_parameter_fails_naming_it_and_succeeds_once_fixed():
+    kp = [100.0] * 5 + [-4.0]
+    harness, controller, operator = start(f'gains.kp:={kp}')
+    try:
+        assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
+        assert not transition(harness, operator, 'configure')
+        assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
+        stream_until(harness, operator, lambda: any(
+            'configure failed' in log.msg for log in operator.logs), 'the reason on /rosout')
+        reason = [log for log in operator.logs if 'configure failed' in log.msg]
+        assert len(reason) == 1 and reason[0].name == CONTROLLER.lstrip('/')
+        assert reason[0].level == Log.ERROR and '\n' not in reason[0].msg
+        assert 'gains.kp[5]' in reason[0].msg and '> 0' in reason[0].msg
+        assert COMMANDS not in topics(controller)      # nothing left behind
+        assert '/joint_states' not in topics(controller)
+        result = call(harness, operator, operator.set_parameters, SetParameters.Request(
+            parameters=[doubles('gains.kp', [100.0] * 6)]), 'set gains.kp')
+        assert result.results[0].successful
+        configured(harness, operator)
+        assert state(harness, operator) == State.PRIMARY_STATE_INACTIVE
+        np.testing.assert_array_equal(controller.law.kp, [100.0] * 6)
+    finally:
+        harness.close()
+
+
+def lifecycle_state(status):
+    return {kv.key: kv.value for kv in status.values}.get('lifecycle state')
+
+
+@pytest.mark.parametrize('mode', ['timer', 'on_state'])
+def test_inactive_commands_nothing_and_activate_starts_from_the_measured_position(mode):
+    harness, controller, operator = start('diagnostics.period:=0.2', f'control_mode:={mode}')
+    try:
+        configured(harness, operator)
+        stream_until(harness, operator, lambda: operator.diagnostics, 'diagnostics')
+        assert operator.efforts == [] and operator.references == []
+        inactive = operator.diagnostics[-1]
+        assert lifecycle_state(inactive) == 'inactive' and inactive.level == DiagnosticStatus.OK
+        assert 'not commanding' in inactive.message
+        operator.move_to(GOAL, 5)                      # rejected: not active
+        assert transition(harness, operator, 'activate')
+        stream_until(harness, operator, lambda: len(operator.efforts) >= 3
+                     and len(operator.references) >= 3, 'efforts after activate')
+        # the reference is the measured position: the effort holds it against gravity
+        np.testing.assert_allclose(operator.references[0], Q, atol=1e-12)
+        np.testing.assert_allclose(operator.efforts[0], gravity(Q), rtol=1e-9, atol=1e-9)
+        stream_until(harness, operator, lambda: operator.status == 'holding', 'holding')
+        stream_until(harness, operator, lambda: lifecycle_state(operator.diagnostics[-1])
+                     == 'active', 'diagnostics of the active controller')
+        assert 'watchdog' in {kv.key for kv in operator.diagnostics[-1].values}
+    finally:
+        harness.close()
+
+
+def test_deactivate_leaves_one_zero_effort_then_silence_and_reactivate_holds_the_new_position():
+    harness, controller, operator = start()
+    try:
+        configured(harness, operator)
+        assert transition(harness, operator, 'activate')
+        stream_until(harness, operator, lambda: operator.status == 'holding', 'holding')
+        operator.move_to(GOAL, 10)
+        stream_until(harness, operator, lambda: operator.status == 'running', 'the move')
+        mark = len(operator.efforts)
+        assert transition(harness, operator, 'deactivate')
+        stream_until(harness, operator, lambda: ZERO in operator.efforts[mark:],
+                     'the zero effort')
+        stream_for(harness, operator, 0.3)              # anything still in flight arrives
+        after = operator.efforts[mark:]
+        assert after[-1] == ZERO and after.count(ZERO) == 1
+        assert all(e != ZERO for e in after[:-1])      # the move was commanding before
+        count = len(operator.efforts)
+        stream_for(harness, operator, 0.3)
+        assert len(operator.efforts) == count           # inactive: silence
+        assert operator.status == 'inactive'
+        assert state(harness, operator) == State.PRIMARY_STATE_INACTIVE
+
+        operator.q = MOVED                              # the arm moved meanwhile
+        stream_until(harness, operator, lambda: np.allclose(controller._q, MOVED),
+                     'the inactive controller to measure it')
+        references = len(operator.references)
+        assert transition(harness, operator, 'activate')
+        stream_until(harness, operator, lambda: len(operator.efforts) > count
+                     and len(operator.references) > references, 'efforts after activate')
+        np.testing.assert_allclose(operator.references[references], MOVED, atol=1e-12)
+        np.testing.assert_allclose(operator.efforts[count], gravity(MOVED), rtol=1e-9,
+                                   atol=1e-9)
+        stream_until(harness, operator, lambda: operator.status == 'holding',
+                     'holding: the old move is not resumed')
+        assert controller.sampler.status(controller._now()) == 'holding'
+    finally:
+        harness.close()
+
+
+def test_cleanup_removes_the_topics_configure_again_works_and_shutdown_finalizes():
+    harness, controller, operator = start()
+    try:
+        configured(harness, operator)
+        assert transition(harness, operator, 'cleanup')
+        assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
+        assert COMMANDS not in topics(controller) and '/joint_states' not in topics(controller)
+        assert controller.model is None
+        configured(harness, operator)                   # parameters read again
+        assert transition(harness, operator, 'activate')
+        stream_until(harness, operator, lambda: len(operator.efforts) >= 1, 'efforts')
+        count = len(operator.efforts)
+        assert transition(harness, operator, 'shutdown')
+        assert state(harness, operator) == State.PRIMARY_STATE_FINALIZED
+        stream_until(harness, operator, lambda: ZERO in operator.efforts[count:],
+                     'the zero effort at shutdown')
+        assert COMMANDS not in topics(controller) and controller.model is None
+    finally:
+        harness.close()
+
+
+def test_urdf_from_the_topic_configure_fails_until_it_has_come():
+    """robot.source urdf without a URDF parameter: configure waits for none, it fails
+    naming the topic; once robot_description has published, configure succeeds."""
+    harness = RosHarness(ros_args=['-p', 'robot.source:=urdf', '-p',
+                                   'robot.base_link:=base_link', '-p', 'robot.tip_link:=tool0'])
+    try:
+        controller = harness.add(ManagedComputedTorqueController(context=harness.context))
+        publisher_node = harness.add(Node('robot_state_publisher', context=harness.context))
+        assert controller.trigger_configure() == TransitionCallbackReturn.FAILURE
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        description = publisher_node.create_publisher(String, 'robot_description', latched)
+        with open(UR5, encoding='utf-8') as stream:
+            description.publish(String(data=stream.read()))
+        harness.spin_until(lambda: controller._described is not None, 'the URDF')
+        assert controller.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert controller.model.n == 6 and controller.lifecycle_state == 'inactive'
+    finally:
+        harness.close()
+
+
+def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly():
+    """`controller_managed` as a process: unconfigured until told, then the same
+    transitions over DDS; SIGINT ends it with exit status 0."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'robot_dynamics.nodes.managed_controller', '--ros-args',
+         '--params-file', PUMA], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    harness = RosHarness()
+    try:
+        operator = harness.add(Operator(harness.context))
+        harness.spin_until(lambda: operator.change_state.service_is_ready()
+                           and operator.get_state.service_is_ready()
+                           and operator.set_parameters.service_is_ready()
+                           or process.poll() is not None, 'the lifecycle services')
+        assert process.poll() is None
+        reachable(harness, operator)
+        stream_for(harness, operator, 0.2)
+        assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
+        assert operator.efforts == []
+        configured(harness, operator)
+        assert transition(harness, operator, 'activate')
+        stream_until(harness, operator, lambda: len(operator.efforts) >= 3, 'efforts')
+        np.testing.assert_allclose(operator.efforts[0], gravity(Q), rtol=1e-9, atol=1e-9)
+        assert transition(harness, operator, 'deactivate')
+        stream_until(harness, operator, lambda: operator.efforts[-1] == ZERO, 'zero effort')
+    finally:
+        harness.close()
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            out, _ = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+    assert process.returncode == 0, out
+    assert 'configured (inactive)' in out and 'Traceback' not in out
+
+
+def test_a_configure_failing_after_the_topics_exist_leaves_none_behind():
+    """diagnostics.* are declared after the controller's topics were created: refusing
+    one must destroy those topics again (no half-configured node)."""
+    harness = RosHarness(PUMA, ros_args=['-p', 'diagnostics.late_cycle_warn:=-1.0'])
+    try:
+        controller = harness.add(ManagedComputedTorqueController(context=harness.context))
+        logs = []
+        controller.get_logger().error = lambda text, **kwargs: logs.append(text)
+        assert controller.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert len(logs) == 1 and 'diagnostics.late_cycle_warn' in logs[0], logs
+        assert COMMANDS not in topics(controller) and '/diagnostics' not in topics(controller)
+        assert '/joint_states' not in topics(controller)
+        assert not list(controller.timers) and controller.model is None
+        assert controller.lifecycle_state == 'unconfigured'
+    finally:
+        harness.close()
