@@ -30,6 +30,7 @@ from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 from ros_testing import PUMA, REPO, RosHarness
+from test_examples import load_example
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 
@@ -40,16 +41,16 @@ MOVE = 2.0                # s, quintic, as [LEE] §5
 SETTLE = 0.8              # s after a move before the next step
 WIDE = 2.0 * math.pi      # PUMA: [LEE]'s start pose (q3 = 90 deg) is outside the preset's
 #                           joint-3 range; as config/sim.yaml, the limits are widened
-# the payload frame is the last link frame; its z axis is the flange axis
-PAYLOAD = dict(mass=2.5, com=(0.05, 0.0, 0.10), inertia=[8e-3, 0.0, 0.0, 9e-3, 0.0, 4e-3])
+# the payloads (2.5 kg, centre of mass 5 cm off the flange axis: the last link frame's z
+# axis) and the [LEE]-style moves of examples/payload_identification.py, whose figures the
+# doc page shows; the PUMA's position limits widened for the controller
+scenario = load_example('payload_identification')
 ROBOTS = {
-    # preset, [LEE]-style move (start, goal), robot overrides of controller and excite
-    'puma560': (PUMA, (np.radians([90.0, 0.0, 90.0, 0.0, 0.0, 0.0]),
-                       np.radians([45.0, 30.0, 0.0, 45.0, 60.0, 90.0])),
+    # preset, move (start, goal), robot overrides of the controller
+    'puma560': (PUMA, scenario.MOVES['puma560'],
                 [Parameter('robot.position_min', value=[-WIDE] * 6),
                  Parameter('robot.position_max', value=[WIDE] * 6)]),
-    'panda': (PANDA, (np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8]),
-                      np.array([0.8, 0.3, -0.5, -1.4, 0.8, 2.6, -0.6])), []),
+    'panda': (PANDA, scenario.MOVES['panda'], []),
 }
 
 
@@ -108,6 +109,7 @@ class Loop:
 
     def __init__(self, robot, noise=()):
         preset, (self.start, self.goal), limits = ROBOTS[robot]
+        self.payload = payload = scenario.PAYLOADS[robot]
         self.limits = limits
         self.harness = RosHarness(preset)
         context = self.harness.context
@@ -117,9 +119,9 @@ class Loop:
             Parameter('publish_clock', value=True),
             Parameter('real_time_factor', value=0.0),
             Parameter('lockstep_timeout', value=60.0),
-            Parameter('robot.payload.mass', value=PAYLOAD['mass']),
-            Parameter('robot.payload.com', value=list(PAYLOAD['com'])),
-            Parameter('robot.payload.inertia', value=PAYLOAD['inertia']),
+            Parameter('robot.payload.mass', value=payload['mass']),
+            Parameter('robot.payload.com', value=list(payload['com'])),
+            Parameter('robot.payload.inertia', value=list(payload['inertia'])),
             *noise]))
         self.controller = self.harness.add(ComputedTorqueController(
             context=context, parameter_overrides=[
@@ -192,7 +194,7 @@ class Loop:
 def session(request):
     """The user procedure on one robot; what each step gave."""
     loop = Loop(request.param)
-    found = {'robot': request.param}
+    found = {'robot': request.param, 'payload': loop.payload}
     try:
         # 1. identification on while the arm holds still: apply is refused, with the reason
         loop.set_enabled(True)
@@ -244,15 +246,15 @@ def test_excitation_starts_where_the_arm_is(session):
 
 
 def test_estimate_within_2_percent_and_5_mm(session):
-    estimate, quality = session['estimate'], session['quality']
+    estimate, quality, payload = session['estimate'], session['quality'], session['payload']
     assert quality['excited'] == 'true' and quality['consistent'] == 'true', quality
     assert session['published'] >= 1.5 * EXCITATION    # about 2 Hz over the excitation
-    assert abs(estimate.m - PAYLOAD['mass']) <= 0.02 * PAYLOAD['mass'], estimate
+    assert abs(estimate.m - payload['mass']) <= 0.02 * payload['mass'], estimate
     com = np.array([estimate.com.x, estimate.com.y, estimate.com.z])
-    print(f"{session['robot']}: mass error {(estimate.m - PAYLOAD['mass']) * 1e3:.2f} g, "
-          f"com error {np.linalg.norm(com - PAYLOAD['com']) * 1e3:.3f} mm, condition "
+    print(f"{session['robot']}: mass error {(estimate.m - payload['mass']) * 1e3:.2f} g, "
+          f"com error {np.linalg.norm(com - payload['com']) * 1e3:.3f} mm, condition "
           f"number {quality['condition_number']}")
-    assert np.linalg.norm(com - PAYLOAD['com']) <= 5e-3, com
+    assert np.linalg.norm(com - payload['com']) <= 5e-3, com
     # the published quality agrees with the published estimate
     assert float(quality['mass']) == pytest.approx(estimate.m, rel=1e-5)
     assert float(quality['condition_number']) <= 300.0
@@ -281,6 +283,7 @@ def test_move_with_the_estimate_applied_tracks_10x_better(session):
 def test_measurement_noise_degrades_the_estimate_gracefully():
     """Plant noise sigma_q = 1e-3 rad, sigma_qd = 0.02 rad/s (PUMA 560): the estimate is
     still usable and within the bounds, its error within 5 reported standard deviations."""
+    payload = scenario.PAYLOADS['puma560']
     loop = Loop('puma560', noise=[
         Parameter('measurement_noise.position_stddev', value=1e-3),
         Parameter('measurement_noise.velocity_stddev', value=2e-2),
@@ -292,10 +295,10 @@ def test_measurement_noise_degrades_the_estimate_gracefully():
     finally:
         loop.close()
     assert quality['excited'] == 'true' and quality['consistent'] == 'true', quality
-    mass_error = abs(estimate.m - PAYLOAD['mass'])
+    mass_error = abs(estimate.m - payload['mass'])
     com = np.array([estimate.com.x, estimate.com.y, estimate.com.z])
     print(f'noisy: mass {estimate.m:.4f} kg (std {quality["mass_std"]}), com {com} '
           f'(std {quality["com_std"]}), condition number {quality["condition_number"]}')
-    assert mass_error <= 0.02 * PAYLOAD['mass']
+    assert mass_error <= 0.02 * payload['mass']
     assert mass_error <= 5.0 * float(quality['mass_std'])
-    assert np.linalg.norm(com - PAYLOAD['com']) <= 5e-3
+    assert np.linalg.norm(com - payload['com']) <= 5e-3
