@@ -22,7 +22,7 @@ setup(
     maintainer='Seed c3c1a8f9 maintainers',
     maintainer_email='maintainers@users.noreply.a-seed-c3c1a8f9.example',
     description='Newton-Euler computed-torque controller and forward-dynamics plant nodes '
-                'for serial arms described by DH parameters',
+                'for serial arms described by a DH table or a URDF',
     license='Apache-2.0',
     entry_points={
         'console_scripts': [

@@ -147,8 +147,9 @@ def write_figure(path, perfect, loaded, loaded_title, duration):
         ax.set_xlabel('t [s]')
     axes[0].set_ylabel('q_ref − q [rad]')
     axes[0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f'[LEE] test move, quintic T = {duration} s, 100 Hz ZOH, Kp = 100, Kv = 20 '
-                 f'(grey: ±{ADC_QUANTUM} rad)', fontsize=9)
+    fig.suptitle(f'PUMA 560 (config/puma560.yaml), [LEE] §5 move (90, 0, 90, 0, 0, 0)° → '
+                 f'(45, 30, 0, 45, 60, 90)°, quintic T = {duration} s, 100 Hz ZOH, '
+                 f'Kp = 100, Kv = 20 (grey: ±{ADC_QUANTUM} rad)', fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fig.savefig(path, dpi=72)

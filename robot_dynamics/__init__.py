@@ -4,4 +4,6 @@ The core (model, dynamics, lagrange, trajectory, control, integration) is pure n
 imports without ROS; the nodes live in `robot_dynamics.nodes`.
 """
 
+from robot_dynamics import urdf as _urdf   # noqa: F401 - RobotModel reads robot.source urdf
+
 __version__ = '0.1.0'

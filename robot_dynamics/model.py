@@ -1,4 +1,4 @@
-"""The robot model: a serial chain described by Denavit–Hartenberg parameters.
+"""The robot model: a serial chain described by Denavit–Hartenberg parameters or a URDF.
 
 `RobotModel` is immutable and validated once. Everything that does not depend on the
 joint state is precomputed here, in one internal representation that every algorithm
@@ -42,6 +42,18 @@ PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
              'lock_side_joints')
+
+
+# The robot descriptions other than a DH table, by `robot.source`: name -> function of the
+# nested robot block that returns the model. `robot_dynamics.urdf` adds "urdf" (the package
+# imports it), so that module depends on this one and not the other way round.
+MODEL_SOURCES = {}
+
+
+def register_model_source(name, build):
+    """Let `RobotModel.from_params` build ``robot.source: <name>`` blocks with
+    ``build(block)``."""
+    MODEL_SOURCES[name] = build
 
 
 class ParameterFileLoader(yaml.SafeLoader):
@@ -149,7 +161,8 @@ class RobotModel:
     def __init__(self, dh_convention, joint_types, a, alpha, d, theta, mass, com, inertia,
                  gravity=DEFAULT_GRAVITY, armature=None, viscous_friction=None,
                  coulomb_friction=None, position_min=None, position_max=None,
-                 velocity_max=None, effort_max=None, payload=None):
+                 velocity_max=None, effort_max=None, payload=None,
+                 accept_nonphysical_inertia=False):
         if dh_convention not in CONVENTIONS:
             raise ValueError(f'robot.dh_convention: unknown convention {dh_convention!r}, '
                              f'expected one of {CONVENTIONS}')
@@ -175,9 +188,10 @@ class RobotModel:
         self._com = _vector('com', com, 3 * n).reshape(n, 3)
         inertia6 = _vector('inertia', inertia, 6 * n).reshape(n, 6)
         self._inertia = np.array([inertia_from_urdf6(row) for row in inertia6])
-        for i in range(n):
-            _check_inertia(f'robot.inertia (link {i + 1}, index {6 * i}..{6 * i + 5})',
-                           self._inertia[i], self._mass[i])
+        self._set_nonphysical(accept_nonphysical_inertia, [
+            issue for i in range(n) for issue in _inertia_issues(
+                f'robot.inertia (link {i + 1}, index {6 * i}..{6 * i + 5})',
+                self._inertia[i], self._mass[i])])
         self._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                              position_min, position_max, velocity_max, effort_max, payload)
         for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
@@ -185,6 +199,28 @@ class RobotModel:
             array.setflags(write=False)
         self._source, self._joint_names, self._rigid_chain, self._params = 'dh', None, None, None
         self._chain = self._build_chain()
+
+    def _set_nonphysical(self, accepted, issues):
+        """Keep what is non-physical about the bodies' inertias; one ModelWarning for all
+        of it unless `accepted` (textbook data chosen on purpose)."""
+        if not isinstance(accepted, bool):
+            raise ValueError(f'robot.accept_nonphysical_inertia: expected true or false, '
+                             f'got {accepted!r}')
+        self._accept_nonphysical = accepted
+        self._nonphysical = tuple(issues)
+        if issues and not accepted:
+            warnings.warn('non-physical inertial data, accepted as given: '
+                          + '; '.join(issues) + ' (textbook data kept on purpose: set '
+                          'robot.accept_nonphysical_inertia: true)', ModelWarning, stacklevel=4)
+
+    nonphysical_inertia = property(
+        lambda self: self._nonphysical,
+        doc='What is non-physical about the bodies\' inertias (one line each; empty for '
+            'physically valid data).')
+    nonphysical_inertia_accepted = property(
+        lambda self: self._accept_nonphysical and bool(self._nonphysical),
+        doc='True if the model has non-physical inertias marked as chosen on purpose '
+            '(robot.accept_nonphysical_inertia).')
 
     def _set_joint_data(self, gravity, armature, viscous_friction, coulomb_friction,
                         position_min, position_max, velocity_max, effort_max, payload):
@@ -211,19 +247,20 @@ class RobotModel:
     def from_params(cls, robot):
         """Build from the `robot` parameter block as a dict: nested
         (``{'payload': {'mass': 1.0}}``) or flattened with dots (``{'payload.mass': 1.0}``),
-        the way a node reads it with ``get_parameters_by_prefix('robot')``."""
+        the way a node reads it with ``get_parameters_by_prefix('robot')``. A None value
+        (``null``: how ``ros2 param dump`` writes an unset parameter) is left out."""
         if not isinstance(robot, dict):
             raise ValueError(f'robot: expected a mapping of parameters, got {type(robot).__name__}')
-        block = _nest(robot)
+        block = _nest({key: value for key, value in _flatten(robot).items() if value is not None})
         known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
-                 'inertia', 'gravity', 'payload', *PER_JOINT_OPTIONAL}
+                 'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia',
+                 *PER_JOINT_OPTIONAL}
         source = block.get('source', 'dh')
-        if source == 'urdf':
-            from robot_dynamics import urdf  # imports this module; a URDF needs it at call time
-            return urdf.model_from_params(block)
         if source != 'dh':
-            raise ValueError(f'robot.source: unknown model source {source!r}, '
-                             'expected "dh" or "urdf"')
+            if source not in MODEL_SOURCES:
+                raise ValueError(f'robot.source: unknown model source {source!r}, expected '
+                                 + ' or '.join(f'"{s}"' for s in ('dh', *MODEL_SOURCES)))
+            return MODEL_SOURCES[source](block)
         ignored = {'source', 'name', 'description', *URDF_KEYS}  # read when source is urdf
         unknown = sorted(set(block) - known - ignored)
         if unknown:
@@ -234,7 +271,7 @@ class RobotModel:
             if key not in block:
                 raise ValueError(f'robot.{key}: missing required key')
         kwargs = {key: block[key] for key in required}
-        for key in ('gravity', *PER_JOINT_OPTIONAL):
+        for key in ('gravity', 'accept_nonphysical_inertia', *PER_JOINT_OPTIONAL):
             if key in block:
                 kwargs[key] = block[key]
         if 'payload' in block:
@@ -258,7 +295,7 @@ class RobotModel:
     def from_chain(cls, chain, joint_names=None, gravity=DEFAULT_GRAVITY, armature=None,
                    viscous_friction=None, coulomb_friction=None, position_min=None,
                    position_max=None, velocity_max=None, effort_max=None, payload=None,
-                   params=None, source='urdf'):
+                   params=None, source='urdf', accept_nonphysical_inertia=False):
         """A model from a ready `Chain` that is not a DH table (e.g. read from a URDF by
         `robot_dynamics.urdf`). The chain's inertias must exclude the payload; `params` is
         the `robot` block that rebuilds the model (returned by `to_params`)."""
@@ -272,9 +309,12 @@ class RobotModel:
         names = tuple(joint_names) if joint_names is not None else None
         if names is not None and len(names) != n:
             raise ValueError(f'joint_names: expected {n} names, got {len(names)}')
-        for i in range(n):
-            _check_inertia(f'robot: body of joint {names[i] if names else i + 1}',
-                           chain.inertia[i], chain.mass[i])
+        new._set_nonphysical(accept_nonphysical_inertia, [
+            issue for i in range(n) for issue in _inertia_issues(
+                f'robot: body of joint {names[i] if names else i + 1}',
+                chain.inertia[i], chain.mass[i])])
+        if accept_nonphysical_inertia and params is not None:
+            params = dict(params, accept_nonphysical_inertia=True)
         # link-frame view of the inertial data, like a DH model's (payload excluded)
         R_l, p_l = chain.R_link, chain.p_link
         new._mass = _read_only(chain.mass)
@@ -421,6 +461,8 @@ class RobotModel:
             'inertia': [float(v) for i in range(n) for v in _urdf6(self._inertia[i])],
             'gravity': self._gravity.tolist(),
         }
+        if self._accept_nonphysical:
+            block['accept_nonphysical_inertia'] = True
         defaults = {'armature': 0.0, 'viscous_friction': 0.0, 'coulomb_friction': 0.0,
                     'position_min': -math.inf, 'position_max': math.inf,
                     'velocity_max': math.inf, 'effort_max': math.inf}
@@ -549,21 +591,28 @@ def _optional(key, values, n, default, nonnegative=False, positive=False):
     return out
 
 
-def _check_inertia(name, inertia, mass):
+def _inertia_issues(name, inertia, mass):
+    """What is non-physical about one body (a list of lines naming it); raises ValueError
+    for an asymmetric tensor."""
     if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12):
         raise ValueError(f'{name}: inertia tensor is not symmetric')
     eig = np.linalg.eigvalsh(inertia)
     scale = max(float(np.max(np.abs(eig))), 1e-12)
+    issues = []
     if eig[0] < -1e-12 * scale:
-        warnings.warn(f'{name}: inertia tensor is not positive semi-definite '
-                      f'(eigenvalues {eig}); accepted as given', ModelWarning, stacklevel=4)
+        issues.append(f'{name}: inertia tensor is not positive semi-definite (eigenvalues '
+                      f'{eig})')
     elif eig[2] > eig[0] + eig[1] + 1e-9 * scale:
-        warnings.warn(f'{name}: principal moments {eig} violate the triangle inequality '
-                      '(non-physical textbook data); accepted as given',
-                      ModelWarning, stacklevel=4)
+        issues.append(f'{name}: principal moments {eig} violate the triangle inequality')
     if mass == 0.0 and np.any(eig > 0.0):
-        warnings.warn(f'{name}: zero mass with non-zero inertia (non-physical textbook '
-                      'data); accepted as given', ModelWarning, stacklevel=4)
+        issues.append(f'{name}: zero mass with non-zero inertia')
+    return issues
+
+
+def _check_inertia(name, inertia, mass):
+    for issue in _inertia_issues(name, inertia, mass):
+        warnings.warn(f'{issue} (non-physical); accepted as given', ModelWarning,
+                      stacklevel=4)
 
 
 def _urdf6(inertia):

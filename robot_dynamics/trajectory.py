@@ -2,7 +2,7 @@
 
 A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 `trajectory_msgs/JointTrajectory`) into a reference (q_d, q̇_d, q̈_d) at any time `now`
-(float seconds on the controller's clock). Conventions (README "Trajectories"):
+(float seconds on the controller's clock). Conventions (doc/trajectories.md):
 
 - Segments between consecutive knots are polynomials in τ = t − t_k: quintic when the points
   give positions, velocities and accelerations; cubic with positions and velocities; with
@@ -177,7 +177,7 @@ def _hold_plan(positions, now):
 
 class JointTrajectorySampler:
     """Reference generator for the joints `joints`, with JTC's topic semantics
-    (see the module docstring and README "Trajectories"). Call `hold` once before use."""
+    (see the module docstring and doc/trajectories.md). Call `hold` once before use."""
 
     def __init__(self, joints, position_min=None, position_max=None,
                  allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True):

@@ -15,7 +15,7 @@ the child link frame of movable joint i turned by a constant rotation ``A_i`` wi
 ``A_i Rz(q) A_iᵀ``, hence placement_i = (fixed transforms since body i-1) · origin_i · A_i
 and link frame i = body frame i · A_iᵀ. Inertials are moved into body frames.
 
-Decisions (README "URDF models"):
+Decisions (doc/urdf.md):
 * fixed joints merge their child into the body before them: on the chain, and fixed
   subtrees hanging off a body (sensors, grippers without joints). A fixed joint after the
   last movable joint belongs to the tip body; the tip frame is `tip_link`'s frame.
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_dynamics.model import (
-    Chain, DEFAULT_GRAVITY, ModelWarning, PER_JOINT_OPTIONAL, RobotModel, URDF_KEYS,
-    combine_bodies, inertia_from_urdf6, transform)
+    Chain, DEFAULT_GRAVITY, ModelWarning, PER_JOINT_OPTIONAL, register_model_source, RobotModel,
+    URDF_KEYS, combine_bodies, inertia_from_urdf6, transform)
 
 __all__ = ['parse_urdf', 'model_from_urdf', 'model_from_params', 'model_to_urdf',
            'urdf_from_parameter_file', 'read_urdf_file', 'UrdfRobot']
@@ -438,20 +438,21 @@ def joint_limits(joints):
 
 def model_from_urdf(urdf, base_link=None, tip_link=None, gravity=DEFAULT_GRAVITY,
                     use_urdf_friction=False, lock_side_joints=False, payload=None,
-                    **overrides):
+                    accept_nonphysical_inertia=False, **overrides):
     """A `RobotModel` of the chain base_link -> tip_link of a URDF XML string.
 
     Defaults: base_link = the root link, tip_link = the only leaf below it. `gravity` is
     in the base_link frame. `overrides` (armature, viscous_friction, coulomb_friction,
     position_min, position_max, velocity_max, effort_max: one value per movable joint)
     replace what the URDF says. `payload` as in `RobotModel.with_payload`, in the tip frame.
+    `accept_nonphysical_inertia`: non-physical inertias are known (no ModelWarning).
     """
     return _urdf_model(urdf, {'urdf': urdf}, base_link, tip_link, gravity, use_urdf_friction,
-                       lock_side_joints, payload, overrides)
+                       lock_side_joints, payload, overrides, accept_nonphysical_inertia)
 
 
 def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
-                lock_side_joints, payload, overrides):
+                lock_side_joints, payload, overrides, accept_nonphysical_inertia=False):
     unknown = sorted(set(overrides) - set(PER_JOINT_OPTIONAL))
     if unknown:
         raise ValueError(f'robot.{unknown[0]}: unknown key')
@@ -474,7 +475,9 @@ def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
               'lock_side_joints': bool(lock_side_joints),
               **{key: list(value) for key, value in overrides.items()}}
     return RobotModel.from_chain(chain, joint_names=[j.name for j in joints], gravity=gravity,
-                                 payload=payload, params=params, **options)
+                                 payload=payload, params=params,
+                                 accept_nonphysical_inertia=accept_nonphysical_inertia,
+                                 **options)
 
 
 def model_from_params(block):
@@ -487,8 +490,8 @@ def model_from_params(block):
     """
     dh_keys = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
                'inertia'}
-    known = {'source', 'name', 'description', 'gravity', 'payload', *URDF_KEYS,
-             *PER_JOINT_OPTIONAL}
+    known = {'source', 'name', 'description', 'gravity', 'payload',
+             'accept_nonphysical_inertia', *URDF_KEYS, *PER_JOINT_OPTIONAL}
     unknown = sorted(set(block) - known - dh_keys)
     if unknown:
         raise ValueError(f'robot.{unknown[0]}: unknown key for source urdf '
@@ -510,7 +513,11 @@ def model_from_params(block):
         text or read_urdf_file(path), origin, block.get('base_link') or None,
         block.get('tip_link') or None, block.get('gravity', DEFAULT_GRAVITY),
         block.get('use_urdf_friction', False), block.get('lock_side_joints', False),
-        block.get('payload'), {key: block[key] for key in PER_JOINT_OPTIONAL if key in block})
+        block.get('payload'), {key: block[key] for key in PER_JOINT_OPTIONAL if key in block},
+        block.get('accept_nonphysical_inertia', False))
+
+
+register_model_source('urdf', model_from_params)     # RobotModel.from_params: source urdf
 
 
 # ---------------------------------------------------------------------- export

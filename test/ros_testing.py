@@ -59,6 +59,18 @@ class RosHarness:
         rclpy.try_shutdown(context=self.context)
 
 
+def edited_puma_file(tmp_path, edit):
+    """config/puma560.yaml, parsed, edited by `edit(ros__parameters)` and written to
+    tmp_path/params.yaml; its path."""
+    import yaml
+    with open(PUMA, encoding='utf-8') as stream:
+        document = yaml.safe_load(stream)
+    edit(document['/**']['ros__parameters'])
+    path = tmp_path / 'params.yaml'
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
 # Messages a robot and an operator send.
 
 def resting_state(joints, q, node):

@@ -1,4 +1,4 @@
-"""The 1 kHz loop's behaviours (README "Performance"): decimated controller diagnostics, the
+"""The 1 kHz loop's behaviours (doc/performance.md): decimated controller diagnostics, the
 command published before them, the controller's known-names fast path, and the plant's
 free-running mode: ticks due on the timer's grid, catch-up with its late/dropped tick counts,
 holding the initial state until the first command, and the executable's own loop. Callbacks

@@ -1,5 +1,5 @@
 """The reproduction scripts in examples/ run at their CI setting (--short), print their
-tables, and their numbers have the properties the README states."""
+tables, and their numbers have the properties doc/reproductions.md states."""
 
 import contextlib
 import importlib.util
@@ -130,6 +130,18 @@ def test_sasaki_prints_the_torque_table_and_joint_one_carries_no_gravity(sasaki)
     assert 'Joint torques along the move' in text and 'g(A)' in text
     # joint 1's axis is vertical: gravity loads it at neither end point
     assert abs(results['static']['A'][0]) < 1e-9 and abs(results['static']['B'][0]) < 1e-9
+
+
+def test_sasaki_max_torque_includes_the_high_side_of_every_jump(sasaki):
+    # τ jumps where q̈ does; the printed max |τ| must not miss a one-sided corner value
+    results, text = sasaki
+    t, history = results['history']
+    corner_peak = np.max(np.abs(results['tau']), axis=0)
+    assert np.all(results['peak'] >= corner_peak)
+    assert np.all(results['peak'] >= np.max(np.abs(history), axis=0))
+    assert np.any(corner_peak > np.max(np.abs(history), axis=0) + 1e-3)   # the grid misses one
+    printed = text.split('max |tau| [N m]')[1].split(':', 1)[1].split()[:6]
+    assert np.allclose([float(v) for v in printed], results['peak'], atol=5e-4)
 
 
 def test_sasaki_script_runs_as_a_command():

@@ -177,7 +177,7 @@ def marker(q):
 
 def _controller_executable():
     """The shipped `controller` executable in on_state mode on the wall clock (its own
-    wait-set loop, README "Performance"), in another process."""
+    wait-set loop, doc/performance.md), in another process."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     return subprocess.Popen(

@@ -1,4 +1,4 @@
-"""The `controller` and `plant` executables' own loops (README "Performance"), over DDS with
+"""The `controller` and `plant` executables' own loops (doc/performance.md), over DDS with
 the 1 kHz settings of config/sim_1khz.yaml: the controller in on_state mode answers every
 state and still takes trajectories and parameter changes; the free-running plant holds its
 initial state until the first command, then integrates under it; both exit cleanly on

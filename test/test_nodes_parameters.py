@@ -16,11 +16,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-import yaml
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import PUMA, REPO, RosHarness, SIM, doubles, integers
+from ros_testing import doubles, edited_puma_file, integers, PUMA, REPO, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -133,15 +132,6 @@ def test_every_parameter_has_a_description_and_the_model_is_read_only(loop):
     assert {'gains.kp', 'gains.kd'} <= live
 
 
-def write_params(tmp_path, edit):
-    with open(PUMA, encoding='utf-8') as stream:
-        document = yaml.safe_load(stream)
-    edit(document['/**']['ros__parameters'])
-    path = tmp_path / 'params.yaml'
-    path.write_text(yaml.safe_dump(document))
-    return str(path)
-
-
 def run_node(executable, params_file):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     return subprocess.run(
@@ -155,7 +145,7 @@ def test_bad_parameter_file_stops_node_with_one_message_naming_parameter_and_ind
         tmp_path, executable):
     def negative_mass(params):
         params['robot']['mass'][2] = -4.8
-    result = run_node(executable, write_params(tmp_path, negative_mass))
+    result = run_node(executable, edited_puma_file(tmp_path, negative_mass))
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if '[ERROR]' in line]
     assert len(errors) == 1, result.stderr
@@ -171,7 +161,7 @@ def test_bad_parameter_file_stops_node_with_one_message_naming_parameter_and_ind
     (lambda p: p.update(control_rate=-5.0), 'control_rate'),
 ])
 def test_bad_controller_parameters_are_named_at_start_up(tmp_path, edit, fragment):
-    result = run_node('controller', write_params(tmp_path, edit))
+    result = run_node('controller', edited_puma_file(tmp_path, edit))
     assert result.returncode == 1
     assert fragment in result.stderr
     assert 'Traceback' not in result.stderr

@@ -104,16 +104,41 @@ def test_preset_mass_matrix_is_symmetric_positive_definite(name):
 
 
 @pytest.mark.parametrize('name', PRESETS)
-def test_only_the_puma_warns_and_only_for_its_textbook_links_1_and_3(name):
+def test_only_the_puma_has_non_physical_inertias_and_its_preset_marks_them_as_known(name):
     """Corke's PUMA link 1 (m = 0, I = diag(0, 0.35, 0)) and link 3 (moments 0.066, 0.086,
-    0.0125, triangle inequality violated) are published data, kept and warned about;
-    every other preset is physically valid."""
-    _, caught = load(name)
+    0.0125, triangle inequality violated) are published data, kept on purpose: the preset
+    says so (robot.accept_nonphysical_inertia), so loading it warns about nothing; every
+    other preset is physically valid."""
+    model, caught = load(name)
+    assert not caught, [str(w.message) for w in caught]
     if name != 'puma560':
-        assert not caught, [str(w.message) for w in caught]
+        assert model.nonphysical_inertia == () and not model.nonphysical_inertia_accepted
         return
-    links = {int(re.search(r'link (\d+)', str(w.message)).group(1)) for w in caught}
-    assert links == {1, 3}
+    links = {int(re.search(r'link (\d+)', line).group(1)) for line in model.nonphysical_inertia}
+    assert links == {1, 3} and model.nonphysical_inertia_accepted
+
+
+def test_without_the_mark_the_puma_warns_once_for_all_its_non_physical_links():
+    block = dict(parameters_of('puma560')['robot'])
+    del block['accept_nonphysical_inertia']
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        model = RobotModel.from_params(block)
+    (warning,) = [w for w in caught if issubclass(w.category, ModelWarning)]
+    message = str(warning.message)
+    assert 'link 1' in message and 'link 3' in message
+    assert 'accept_nonphysical_inertia' in message
+    assert not model.nonphysical_inertia_accepted and len(model.nonphysical_inertia) == 3
+    assert 'accept_nonphysical_inertia' not in model.to_params()
+
+
+def test_the_mark_survives_to_params():
+    model, _ = load('puma560')
+    block = model.to_params()
+    assert block['accept_nonphysical_inertia'] is True
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert RobotModel.from_params(block).nonphysical_inertia_accepted
 
 
 @pytest.mark.parametrize('name', ['puma560', 'stanford', 'sasaki6', 'panda'])

@@ -58,10 +58,14 @@ def test_reference_file_is_small_and_covers_presets_and_random_chains():
 
 @pytest.mark.parametrize('name', PRESETS)
 def test_reference_blocks_are_the_current_presets(name):
-    """Stale reference data (a preset changed after the data were made) fails here."""
+    """Stale reference data (a preset changed after the data were made) fails here. The
+    mark robot.accept_nonphysical_inertia changes what is logged, not the dynamics."""
     with open(os.path.join(REPO, 'config', name + '.yaml'), encoding='utf-8') as stream:
         params = yaml.safe_load(stream)['/**']['ros__parameters']
-    assert json.loads(str(REFERENCE[f'{name}.robot'])) == params['robot']
+    stored = json.loads(str(REFERENCE[f'{name}.robot']))
+    for block in (stored, params['robot']):
+        block.pop('accept_nonphysical_inertia', None)
+    assert stored == params['robot']
     assert list(REFERENCE[f'{name}.joints']) == params['joints']
 
 

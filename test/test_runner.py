@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ros_testing import REPO   # noqa: I100 - sets ROS_DOMAIN_ID first
-from robot_dynamics.nodes.runner import StopRequest
+from robot_dynamics.nodes.runner import STOP_GRACE_PERIOD, StopRequest
 
 
 def wait_for(predicate, limit=5.0):
@@ -35,7 +35,7 @@ def current_wakeup_fd():
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_sets_the_flag_and_calls_back_from_another_thread(signum):
     before = signal.getsignal(signum), current_wakeup_fd()
-    stop = StopRequest()
+    stop = StopRequest(grace_period=0.0)      # restored at once by close()
     try:
         threads = []
         stop.on_stop(lambda: threads.append(threading.current_thread()))
@@ -76,14 +76,17 @@ def test_outside_the_main_thread_it_stands_by():
     made[0].close()
 
 
-def run_script(source, signals, timeout=30.0):
+def run_script(source, signals, timeout=30.0, gap=0.3):
     """Run `source` with the repository importable; once it prints 'ready', send
-    `signals` (0.3 s apart). (exit status, output, seconds from the first signal)."""
+    `signals` (`gap` s apart; a (seconds, signum) pair waits that long before it, and a
+    None signal only checks that the process still runs). (exit status, output, seconds
+    from the first signal, whether the process ran at every None check)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     process = subprocess.Popen([sys.executable, '-c', textwrap.dedent(source)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
+    alive = True
     try:
         for line in process.stdout:
             lines.append(line)
@@ -91,27 +94,39 @@ def run_script(source, signals, timeout=30.0):
                 break
         start = time.monotonic()
         for k, signum in enumerate(signals):
-            if k:
-                time.sleep(0.3)
-            process.send_signal(signum)
+            delay, signum = signum if isinstance(signum, tuple) else (gap if k else 0.0,
+                                                                      signum)
+            time.sleep(delay)
+            if signum is None:
+                alive = alive and process.poll() is None
+            else:
+                process.send_signal(signum)
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
-    return process.returncode, ''.join(lines) + out, time.monotonic() - start
+    return process.returncode, ''.join(lines) + out, time.monotonic() - start, alive
 
 
-def test_a_second_signal_ends_a_hanging_shutdown_at_once():
-    code, out, seconds = run_script('''
-        import time
-        from robot_dynamics.nodes.runner import StopRequest
-        stop = StopRequest()
-        print('ready')
-        while True:              # a shutdown that never ends
-            time.sleep(0.01)
-        ''', [signal.SIGINT, signal.SIGINT])
+HANGING_SHUTDOWN = '''
+    import time
+    from robot_dynamics.nodes.runner import STOP_GRACE_PERIOD, StopRequest
+    stop = StopRequest()
+    print('ready')
+    while True:              # a shutdown that never ends
+        time.sleep(0.01)
+    '''
+
+
+def test_a_signal_after_the_grace_period_ends_a_hanging_shutdown_at_once():
+    """The second SIGINT within the grace period (launch's copy of a Ctrl-C) does not end
+    the process; one after it does, with 128 + signal number."""
+    code, out, seconds, alive = run_script(HANGING_SHUTDOWN, [
+        signal.SIGINT, (0.05, signal.SIGINT), (1.0, None),
+        (STOP_GRACE_PERIOD, signal.SIGINT)])
+    assert alive, out
     assert code == 128 + signal.SIGINT, out
-    assert seconds < 10.0
+    assert seconds < 10.0 + STOP_GRACE_PERIOD
 
 
 IDLE_NODE = '''
@@ -138,8 +153,18 @@ IDLE_NODE = '''
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
 def test_run_leaves_an_idle_executor_destroys_the_node_then_shuts_down(signum):
-    code, out, seconds = run_script(IDLE_NODE, [signum])
+    code, out, seconds, _ = run_script(IDLE_NODE, [signum])
     assert code == 0, out
     assert "{'context ok when the node was destroyed': True} code 0" in out, out
     assert 'Traceback' not in out, out
     assert seconds < 10.0, out
+
+
+@pytest.mark.parametrize('second', [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_within_the_grace_period_is_still_an_orderly_stop(second):
+    """Under ros2 launch a node gets the terminal's SIGINT and launch's forwarded one
+    milliseconds apart: exit 0 after an orderly shutdown, not 130 ("process has died")."""
+    code, out, _, _ = run_script(IDLE_NODE, [signal.SIGINT, second], gap=0.01)
+    assert code == 0, out
+    assert "{'context ok when the node was destroyed': True} code 0" in out, out
+    assert 'Traceback' not in out, out

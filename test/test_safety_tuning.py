@@ -17,13 +17,13 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt64
-import yaml
 
 from robot_dynamics import codegen
 from robot_dynamics.nodes import diagnostics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import PUMA, REPO, RosHarness, SIM, double, doubles, integers, string
+from ros_testing import (double, doubles, edited_puma_file, integers, PUMA, REPO, RosHarness,
+                         SIM, string)
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 CONTROLLER = '/computed_torque_controller'
@@ -267,15 +267,6 @@ def test_every_scalar_parameter_has_a_range_and_a_description_with_units(loop, n
         assert payload | {'gains.kp', 'gains.kd', 'effort_limits', 'state_timeout'} <= live
 
 
-def write_params(tmp_path, edit):
-    with open(PUMA, encoding='utf-8') as stream:
-        document = yaml.safe_load(stream)
-    edit(document['/**']['ros__parameters'])
-    path = tmp_path / 'params.yaml'
-    path.write_text(yaml.safe_dump(document))
-    return str(path)
-
-
 @pytest.mark.parametrize('executable, edit, fragment', [
     ('controller', lambda p: p.update(effort_limits=[50.0, 50.0, 50.0, 30.0, 10.0, 10.0]),
      'effort_limits[3]'),
@@ -288,7 +279,7 @@ def test_bad_safety_parameters_in_the_file_stop_the_node_with_one_message(
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     result = subprocess.run(
         [sys.executable, '-m', f'robot_dynamics.nodes.{executable}', '--ros-args',
-         '--params-file', write_params(tmp_path, edit)], cwd=REPO, env=env,
+         '--params-file', edited_puma_file(tmp_path, edit)], cwd=REPO, env=env,
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if '[ERROR]' in line]

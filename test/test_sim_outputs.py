@@ -150,3 +150,46 @@ def test_write_csv_round_trips_the_numbers_exactly(tmp_path):
     values = np.array(rows[1:], dtype=float)
     np.testing.assert_array_equal(values, np.column_stack([t, *blocks]))
     assert not any(math.isnan(v) for v in values.ravel())
+
+
+def test_plot_title_names_the_robot_file_and_the_lee_move_in_degrees():
+    move = (np.radians(sim.LEE_START_DEG), np.radians(sim.LEE_GOAL_DEG), 2.0)
+    title, units = sim.plot_description('/x/config/puma560.yaml', ['revolute'] * 6, move)
+    assert title.startswith('puma560.yaml: [LEE] §5 move (90°, 0°, 90°, 0°, 0°, 0°)')
+    assert '→ (45°, 30°, 0°, 45°, 60°, 90°)' in title and 'over 2 s' in title
+    assert units == ['rad'] * 6
+
+
+def test_plot_units_are_metres_for_a_prismatic_joint_and_the_move_is_not_called_lee():
+    move = (np.array([0.0, 0.5]), np.array([1.0, 0.25]), 3.0)
+    title, units = sim.plot_description('arm.yaml', ['revolute', 'prismatic'], move)
+    assert units == ['rad', 'm']
+    assert '[LEE]' not in title and '(0°, 0.5 m) → (57.3°, 0.25 m)' in title
+    assert sim.plot_description('arm.yaml', None, None) == ('arm.yaml', [])
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason='matplotlib is not installed')
+def test_plot_carries_the_title_and_a_rad_label_on_every_axis_of_a_revolute_arm(tmp_path):
+    t = np.linspace(0.0, 1.0, 11)
+    q = np.zeros((11, 2))
+    figure = sim.write_plot(tmp_path / 'p.png', ['j1', 'j2'], t, q, q, q,
+                            title='planar2.yaml: move', units=['rad', 'rad'])
+    assert figure.get_suptitle() == 'planar2.yaml: move'
+    labels = [axis.get_ylabel() for axis in figure.axes]
+    assert labels == ['j1\n[rad]', '[rad]', 'j2\n[rad]', '[rad]']
+    assert [axis.get_title() for axis in figure.axes[:2]] == [
+        'position: reference and measured [rad]', 'tracking error q_ref - q [rad]']
+    assert (tmp_path / 'p.png').stat().st_size > 0
+
+
+def test_sim_passes_the_robot_the_move_and_rad_units_to_its_plot(tmp_path, monkeypatch):
+    seen = {}
+
+    def record(path, names, t, q, q_ref, error, title=None, units=None):
+        seen.update(path=path, names=names, title=title, units=units)
+    monkeypatch.setattr(sim, 'write_plot', record)
+    monkeypatch.setattr(sim, 'matplotlib_figure', lambda: object)    # no matplotlib needed
+    monkeypatch.setattr(sim, 'output_problem', lambda path, plot=False: None)
+    assert sim.main(['--duration', '0.3', '--plot', str(tmp_path / 'run.png')]) == 0
+    assert seen['names'] == JOINTS and seen['units'] == ['rad'] * 6
+    assert seen['title'].startswith('puma560.yaml: [LEE] §5 move (90°, 0°, 90°')

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fresh-machine quick start (Python 3.10+, standard library only).
+"""Fresh-machine quick start (CPython 3.10-3.12, standard library only).
 
     python3 tools/dev.py sim   [--duration 5] [--distro kilted|jazzy] [-- sim options]
     python3 tools/dev.py test  [--distro kilted|jazzy] [-- pytest options]
@@ -95,12 +95,22 @@ def run_sim(python, options):
     command = [python, '-m', 'robot_dynamics.nodes.sim']
     if options.duration is not None:
         command += ['--duration', str(options.duration)]
-    return subprocess.run(command + options.extra, cwd=REPO, env=environment()).returncode
+    # run from the caller's directory: relative --params-file, --csv, --plot paths are theirs
+    return subprocess.run(command + options.extra, env=environment()).returncode
+
+
+def pytest_targets(extra):
+    """`test/`, unless the options after `--` name test files or directories themselves."""
+    named = [arg for arg in extra if not arg.startswith('-')
+             and os.path.exists(os.path.join(REPO, arg.split('::')[0]))]
+    return [] if named else ['test']
 
 
 def run_tests(python, options):
-    """pytest on test/, streamed; its summary line repeated at the end."""
-    process = subprocess.Popen([python, '-m', 'pytest', 'test', *options.extra], cwd=REPO,
+    """pytest on test/ (or on the files given after `--`), streamed; its summary line
+    repeated at the end."""
+    process = subprocess.Popen([python, '-m', 'pytest', *pytest_targets(options.extra),
+                                *options.extra], cwd=REPO,
                                env=environment(), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, bufsize=1)
     summary = None
@@ -138,7 +148,14 @@ def parse(argv):
                         'instead of .venv-<distro>')
     argv = list(argv)
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
-    options = parser.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
+    options, unknown = parser.parse_known_args(argv[:argv.index('--')] if '--' in argv
+                                               else argv)
+    if unknown:
+        before = ' '.join(a for a in argv if a not in unknown and a != '--')
+        print(f'dev.py: error: {" ".join(unknown)}: options for {options.command} go after '
+              f'--, e.g. python3 tools/dev.py {before} -- {" ".join(unknown + extra)}',
+              file=sys.stderr)
+        raise SystemExit(2)
     options.extra = extra       # after --: passed to sim, pytest or the benchmark
     return options
 

@@ -3,6 +3,7 @@ robot_description URDF of a parameter file, and which of the optional visualisat
 packages (robot_state_publisher, rviz2) to start, asked of the ament index, so the launch
 file still works, with an info line, when they are not installed."""
 
+import os
 import warnings
 
 from robot_dynamics.model import RobotModel
@@ -46,8 +47,9 @@ def visual_plan(rviz, installed=package_installed):
     rviz2 when `rviz` is true; each only if `installed(package)`."""
     wanted = [ROBOT_STATE_PUBLISHER] + ([RVIZ] if rviz else [])
     start = [package for package in wanted if installed(package)]
+    distro = os.environ.get('ROS_DISTRO') or '<distro>'    # the shell does not expand it
     skipped = [f'{package} is not installed: not started (apt install '
-               f'ros-$ROS_DISTRO-{package.replace("_", "-")})'
+               f'ros-{distro}-{package.replace("_", "-")})'
                for package in wanted if package not in start]
     return start, skipped
 

@@ -3,7 +3,7 @@
 Each cycle: sample the reference (q_d, q̇_d, q̈_d) of the current trajectory and publish
 τ = inverse_dynamics(q, q̇, q̈_d + Kd(q̇_d − q̇) + Kp(q_d − q)) ([LEE] eq. 4.4: one
 Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order.
-Interfaces, parameters and failure behaviour: README "Topics and parameters".
+Interfaces and parameters: README "Topics and parameters"; failure behaviour: doc/safety.md.
 """
 
 import functools
@@ -26,6 +26,7 @@ from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
+                                             keep_float_types,
                                              payload_model, seconds)
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
@@ -131,6 +132,7 @@ class ComputedTorqueController(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)
         self.unexpected_errors = 0   # exceptions caught (and logged) by the callback guard
+        keep_float_types(self)               # integers set live on floats stay floats
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:

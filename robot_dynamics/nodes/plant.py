@@ -41,6 +41,7 @@ from robot_dynamics.nodes.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
+                                             keep_float_types,
                                              payload_model)
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 
@@ -58,6 +59,7 @@ class PlantSimulator(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)
         self.stopped = False
+        keep_float_types(self)               # integers set live on floats stay floats
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:
@@ -406,8 +408,8 @@ class PlantSimulator(Node):
                 'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
 
     def destroy_node(self):
-        # getattr: a bad parameter may end the start-up before the counters exist
-        if self.model is not None and not self.publish_clock and getattr(self, 'ticks', 0):
+        # getattr: a start-up that failed half-way (bad parameter) has no counters yet
+        if getattr(self, 'ticks', 0) and not self.publish_clock:
             stats = self.loop_statistics()
             self.get_logger().info(
                 'free-running loop (closed_loop={closed_loop}): {ticks} ticks, '

@@ -13,9 +13,9 @@ from std_msgs.msg import String
 
 from robot_dynamics.model import RobotModel
 
-__all__ = ['ConfigurationError', 'declare', 'declare_robot', 'robot_model', 'check_joints',
-           'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool', 'as_choice',
-           'as_string', 'payload_model', 'seconds']
+__all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types', 'robot_model',
+           'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool',
+           'as_choice', 'as_string', 'payload_model', 'seconds']
 
 # The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -41,6 +41,8 @@ ROBOT_PARAMETERS = (
     ('payload.com', 'payload centre of mass in the last link frame [m]'),
     ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
                         '[kg m^2]'),
+    ('accept_nonphysical_inertia', 'true: the inertias are known to be non-physical '
+     '(textbook data kept on purpose); said once at info level instead of a warning'),
     ('source', 'dh (default) or urdf'),
     ('urdf', 'with source urdf: the URDF text'),
     ('urdf_file', 'with source urdf: the URDF file: absolute path, relative to the working '
@@ -48,6 +50,10 @@ ROBOT_PARAMETERS = (
     ('base_link', 'with source urdf: first link of the chain'),
     ('tip_link', 'with source urdf: last link of the chain'),
 )
+
+
+# YAML's null as rcl's parameter-file parser reads it (a string)
+YAML_NULLS = ('null', 'Null', 'NULL', '~')
 
 
 class ConfigurationError(ValueError):
@@ -65,10 +71,48 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
         descriptor.floating_point_range = [FloatingPointRange(
             from_value=float(minimum if minimum is not None else -1e12),
             to_value=float(maximum if maximum is not None else 1e12), step=0.0)]
+    override = (getattr(node, '_parameter_overrides', None) or {}).get(name)
+    # `ros2 param dump` writes an unset parameter as null, which rcl reads as the string
+    # 'null': a parameter without a default stays unset, so such a dump loads back
+    unset = (default is None and override is not None
+             and override.type_ == Parameter.Type.STRING and override.value in YAML_NULLS)
     try:
-        return node.declare_parameter(name, default, descriptor).value
-    except (InvalidParameterTypeException, InvalidParameterValueException) as error:
+        return node.declare_parameter(name, default, descriptor, ignore_override=unset).value
+    except InvalidParameterValueException as error:
+        if override is None or not descriptor.floating_point_range:
+            raise ConfigurationError(f'{name}: {error}') from None
+        allowed = descriptor.floating_point_range[0]
+        raise ConfigurationError(f'{name}: {override.value!r} is out of range '
+                                 f'[{allowed.from_value:g}, {allowed.to_value:g}]') from None
+    except InvalidParameterTypeException as error:
         raise ConfigurationError(f'{name}: {error}') from None
+
+
+def keep_float_types(node):
+    """Integers set at runtime on a parameter that holds floats arrive as floats:
+    ``ros2 param set ... gains.kp "[150, 150]"`` sends an integer list, which dynamic typing
+    would otherwise keep, changing the parameter's type (and what ``ros2 param dump``
+    writes). A no-op on an rclpy without pre-set callbacks."""
+    add = getattr(node, 'add_pre_set_parameters_callback', None)
+    if add is None:
+        return
+    as_double = {Parameter.Type.INTEGER: (Parameter.Type.DOUBLE, float),
+                 Parameter.Type.INTEGER_ARRAY: (Parameter.Type.DOUBLE_ARRAY,
+                                                lambda values: [float(v) for v in values])}
+    held = {Parameter.Type.INTEGER: Parameter.Type.DOUBLE,
+            Parameter.Type.INTEGER_ARRAY: Parameter.Type.DOUBLE_ARRAY}
+
+    def convert(parameters):
+        out = []
+        for parameter in parameters:
+            kind = parameter.type_
+            if kind in held and node.has_parameter(parameter.name) \
+                    and node.get_parameter(parameter.name).type_ == held[kind]:
+                kind, cast = as_double[kind]
+                parameter = Parameter(parameter.name, kind, cast(parameter.value))
+            out.append(parameter)
+        return out
+    add(convert)
 
 
 def declare_robot(node, start):
@@ -140,8 +184,21 @@ def robot_model(node, block, joints):
         except ValueError as error:
             raise ConfigurationError(str(error)) from None
     for warning in caught:
-        node.get_logger().warning(str(warning.message))
+        _log_once(node.get_logger().warning, str(warning.message))
+    if model.nonphysical_inertia_accepted:
+        _log_once(node.get_logger().info, 'robot.accept_nonphysical_inertia: non-physical '
+                  'inertias kept as given: ' + '; '.join(model.nonphysical_inertia))
     return model, check_joints(joints, model)
+
+
+_LOGGED = set()     # model messages already logged by a node of this process
+
+
+def _log_once(log, message):
+    """Log a message about the model once per process (several nodes build the same)."""
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        log(message)
 
 
 def check_joints(value, model):
@@ -241,6 +298,11 @@ def as_float(name, value, minimum=None, positive=False):
 
 def as_floats(name, value, length):
     """A list of `length` finite numbers (integers accepted) as a list of floats."""
+    if isinstance(value, str) and value.strip().startswith('['):
+        raise ConfigurationError(
+            f'{name}: expected a list of {length} numbers, got the string {value!r}: a list '
+            'that mixes integers and floats arrives as a string (ros2 param set, -p); write '
+            'every value as a float, e.g. 150.0')
     if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
         raise ConfigurationError(f'{name}: expected a list of {length} numbers, got {value!r}')
     if len(value) != length:

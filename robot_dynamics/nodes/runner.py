@@ -7,21 +7,31 @@ thread may be in the middle of a wait, a take or a publish on it; the node's nex
 call then fails (e.g. RCLError "failed to initialize wait set: the given context is not
 valid" out of `executor.spin_once`). Here the signal only sets a flag and wakes the
 executor (a guard condition); the main thread finishes what it is doing, leaves its loop
-and then destroys the node and shuts the context down itself. A second signal while that
-shutdown hangs ends the process at once (exit status 128 + signal number)."""
+and then destroys the node and shuts the context down itself.
 
+Under `ros2 launch` a node often gets SIGINT twice: launch forwards the SIGINT it got to
+each process, and the same Ctrl-C (or a script's kill of the process group) reached the
+node directly. Signals within STOP_GRACE_PERIOD of the first are the same stop (exit 0,
+the node leaves the graph in order). A signal after that, while the orderly shutdown
+hangs, ends the process at once (exit status 128 + signal number)."""
+
+import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.ros_params import ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_GRACE_PERIOD = 2.0   # s: further signals within this of the first are the same stop
 
 
 class StopRequest:
@@ -32,9 +42,12 @@ class StopRequest:
     signal number to the wakeup fd, from whichever thread the signal lands on. The
     watcher thread reads that fd, sets the flag and calls the `on_stop` callbacks (which
     wake the executor). Signal handlers belong to the main thread: created in another
-    thread it only stands by (no signal sets the flag)."""
+    thread it only stands by (no signal sets the flag). A signal more than
+    `grace_period` s after the first ends the process at once."""
 
-    def __init__(self):
+    def __init__(self, grace_period=STOP_GRACE_PERIOD):
+        self.grace_period = grace_period
+        self._first = None                   # monotonic time of the first stop signal
         self._event = threading.Event()
         self._callbacks = []
         self._lock = threading.Lock()
@@ -66,7 +79,6 @@ class StopRequest:
         """The Python-level handler: the watcher has done (or will do) the work."""
 
     def _watch(self):
-        signals = 0
         while True:
             data = os.read(self._read_fd, 1)
             if not data or data[0] == 0:               # closed
@@ -74,9 +86,11 @@ class StopRequest:
             signum = data[0]
             if signum not in STOP_SIGNALS:
                 continue
-            signals += 1
-            if signals > 1:                            # the orderly shutdown hangs
-                os._exit(128 + signum)
+            if self._first is not None:
+                if not self._in_grace_period():        # the shutdown hangs
+                    os._exit(128 + signum)
+                continue                               # e.g. launch's copy of a Ctrl-C
+            self._first = time.monotonic()
             self._event.set()
             with self._lock:
                 callbacks = list(self._callbacks)
@@ -86,13 +100,22 @@ class StopRequest:
                 except Exception:  # noqa: B902 - e.g. the node's guard condition is gone
                     pass
 
+    def _in_grace_period(self):
+        return (self._first is not None
+                and time.monotonic() - self._first <= self.grace_period)
+
     def close(self):
-        """Restore the previous handlers and stop the watcher."""
+        """Restore the previous handlers and stop the watcher. Within the grace period of
+        a stop, the restored handlers first ignore what is left of it (the orderly stop
+        may end before launch's copy of the signal arrives)."""
         if self._thread is None:
             return
         signal.set_wakeup_fd(self._wakeup_fd)
         for signum, handler in self._handlers.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, self._after_the_stop(handler) if self._in_grace_period()
+                          else handler)
+        if self._in_grace_period():   # the process may end before the grace period does
+            atexit.register(self._ignore_at_exit)
         with self._lock:
             self._callbacks.clear()
         os.write(self._write_fd, b'\0')
@@ -100,6 +123,27 @@ class StopRequest:
         if not self._thread.is_alive():
             os.close(self._read_fd)
         os.close(self._write_fd)
+
+    def _after_the_stop(self, previous):
+        """A handler that ignores a stop signal within the grace period and then hands
+        it to `previous` (restored for the signals after)."""
+        def handler(signum, frame):
+            if self._in_grace_period():
+                return
+            signal.signal(signum, previous)
+            if callable(previous):
+                previous(signum, frame)
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signum)
+        return handler
+
+    def _ignore_at_exit(self):
+        """At interpreter exit, within the grace period: ignore the stop signals (Python
+        resets its handlers to the default action while it finalises: a late copy of the
+        SIGINT would end the stopped process with -2 instead of 0)."""
+        if self._in_grace_period():
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
 
 
 def spin(node, executor, running):
@@ -126,7 +170,9 @@ def own_loop_after_the_model(loop_of):
 @contextlib.contextmanager
 def ros_session(args=None):
     """rclpy initialised with `args` but without its signal handler; yields the
-    StopRequest that stands in for it; shuts rclpy down at the end."""
+    StopRequest that stands in for it; shuts rclpy down at the end. Raises
+    ParamsFileError, before rcl reads them, for a parameter file rcl would refuse."""
+    check_params_files(sys.argv if args is None else args)
     stop = StopRequest()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -139,8 +185,12 @@ def ros_session(args=None):
 def run(node_class, node_name, args=None, spin_node=spin):
     """`spin_node(node, executor, running)` drives the node while `running()` (a node
     with its own loop passes one)."""
-    with ros_session(args) as stop:
-        return _run_node(node_class, node_name, spin_node, stop)
+    try:
+        with ros_session(args) as stop:
+            return _run_node(node_class, node_name, spin_node, stop)
+    except ParamsFileError as error:
+        rclpy.logging.get_logger(node_name).error(str(error))
+        return 1
 
 
 def _run_node(node_class, node_name, spin_node, stop):

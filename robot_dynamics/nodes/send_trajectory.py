@@ -28,6 +28,7 @@ from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
@@ -180,13 +181,18 @@ def run(node, args):
 
 def main(args=None):
     argv = sys.argv if args is None else list(args)
-    options = parse_arguments(remove_ros_args(argv)[1:])
-    with ros_session(argv) as stop:
-        node = TrajectorySender(options.topic, options.states_topic, stop.running)
-        try:
-            return run(node, options)
-        finally:
-            node.destroy_node()
+    try:
+        check_params_files(argv)         # before rcl reads them (remove_ros_args does)
+        options = parse_arguments(remove_ros_args(argv)[1:])
+        with ros_session(argv) as stop:
+            node = TrajectorySender(options.topic, options.states_topic, stop.running)
+            try:
+                return run(node, options)
+            finally:
+                node.destroy_node()
+    except ParamsFileError as error:     # --ros-args --params-file: checked before rcl
+        rclpy.logging.get_logger('send_trajectory').error(str(error))
+        return 1
 
 
 if __name__ == '__main__':

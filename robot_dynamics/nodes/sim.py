@@ -36,6 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
+from robot_dynamics.nodes.params_file import ParamsFileError
 from robot_dynamics.nodes.runner import ros_session
 from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
                                              declare)
@@ -137,6 +138,7 @@ class TrackingSummary(Node):
         self.count = 0
         self.names = []
         self.recording = record
+        self.move = None      # (start, goal, duration) of the demo move, for the plot title
         self.records = {}     # stamp [ns] -> {'feedback' | 'reference' | ...: values}
         self.create_subscription(JointState, f'{controller}/error', self._on_error,
                                  RECORD_DEPTH)
@@ -251,6 +253,7 @@ def run(args, context=None, wall_limit=None, running=None):
     turns false, or `wall_limit` wall seconds); returns (summary node, plant node), both
     already destroyed."""
     plant, controller, demo, summary = build_nodes(args, context)
+    summary.move = (demo.start, demo.goal, demo.duration)
     start = time.monotonic()
     executor = SingleThreadedExecutor(context=context)
     for node in (plant, controller, demo, summary):
@@ -291,30 +294,77 @@ def matplotlib_figure():
     return Figure
 
 
-def write_plot(path, names, t, q, q_ref, error):
-    """Per joint: reference and measured position (left), tracking error q_ref - q (right)."""
+def plot_description(robot_file, joint_types, move):
+    """(title, unit per joint) of the --plot figure: which robot and which move it shows.
+    `move` = (start, goal, duration) of the demo move, None if unknown; `joint_types`
+    None if unknown (units 'rad | m')."""
+    units = (['m' if kind == 'prismatic' else 'rad' for kind in joint_types]
+             if joint_types else None)
+    title = os.path.basename(robot_file)
+    if move is not None and units is not None:
+        start, goal, duration = move
+
+        def pose(values):
+            return '(' + ', '.join(f'{v:.3g} m' if unit == 'm' else f'{math.degrees(v):.4g}°'
+                                   for v, unit in zip(values, units)) + ')'
+        lee = (len(start) == len(LEE_START_DEG)
+               and np.allclose(np.degrees(start), LEE_START_DEG)
+               and np.allclose(np.degrees(goal), LEE_GOAL_DEG))
+        title += (f': {"[LEE] §5 move" if lee else "move"} {pose(start)} → {pose(goal)}, '
+                  f'quintic over {duration:g} s')
+    return title, units or ['rad | m'] * (len(joint_types) if joint_types else 0)
+
+
+def write_plot(path, names, t, q, q_ref, error, title=None, units=None):
+    """Per joint: reference and measured position (left), tracking error q_ref - q (right).
+    `title`: what the run shows (robot, move); `units`: per joint 'rad' or 'm' (default
+    'rad | m'). Returns the matplotlib Figure."""
     n = len(names)
-    figure = matplotlib_figure()(figsize=(10.0, 1.2 + 1.7 * n), layout='constrained')
+    units = list(units) if units else ['rad | m'] * n
+    figure = matplotlib_figure()(figsize=(10.0, 1.6 + 1.7 * n), layout='constrained')
     axes = figure.subplots(n, 2, sharex=True, squeeze=False)
     for i, name in enumerate(names):
         position, tracking = axes[i]
         position.plot(t, q_ref[:, i], color='0.75', linewidth=4.0, label='reference')
         position.plot(t, q[:, i], color='tab:blue', linewidth=1.2, label='measured')
-        position.set_ylabel(f'{name}\n[rad | m]')
+        position.set_ylabel(f'{name}\n[{units[i]}]')
         tracking.plot(t, error[:, i], color='tab:red')
         tracking.axhline(0.0, color='0.8', linewidth=0.8)
         tracking.ticklabel_format(axis='y', style='sci', scilimits=(-2, 2))
-    axes[0, 0].set_title('position: reference and measured')
+        tracking.set_ylabel(f'[{units[i]}]')
+    common = units[0] if len(set(units)) == 1 else 'rad | m'
+    axes[0, 0].set_title(f'position: reference and measured [{common}]')
     axes[0, 0].legend(loc='best', fontsize='small')
-    axes[0, 1].set_title('tracking error q_ref - q [rad | m]')
+    axes[0, 1].set_title(f'tracking error q_ref - q [{common}]')
     for axis in axes[-1]:
         axis.set_xlabel('time [s]')
+    if title:
+        figure.suptitle(title)
     figure.savefig(path, dpi=80)
+    return figure
 
 
-def write_outputs(args, summary):
+def output_problem(path, plot=False):
+    """Why `path` cannot be written (None if it can): checked before the run."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f'directory {directory} does not exist'
+    if os.path.isdir(path):
+        return 'is a directory'
+    if not os.access(directory, os.W_OK):
+        return f'directory {directory} is not writable'
+    if plot:
+        extension = os.path.splitext(path)[1].lstrip('.').lower()
+        formats = matplotlib_figure()().canvas.get_supported_filetypes()
+        if extension not in formats:
+            return (f'unknown image format {extension!r} (use one of '
+                    f'{", ".join(sorted(formats))})')
+    return None
+
+
+def write_outputs(args, summary, plant=None):
     """--csv and --plot from the recorded run; False (after one message) if nothing was
-    recorded."""
+    recorded. `plant` (its model) gives the plot its units."""
     t, q, q_ref, error, effort = summary.table()
     if not len(t):
         print('no control cycles recorded: no --csv/--plot output written', file=sys.stderr)
@@ -323,7 +373,10 @@ def write_outputs(args, summary):
         write_csv(args.csv, summary.names, t, q, q_ref, error, effort)
         print(f'wrote {len(t)} control cycles to {args.csv}')
     if args.plot:
-        write_plot(args.plot, summary.names, t, q, q_ref, error)
+        model = getattr(plant, 'model', None)
+        title, units = plot_description(args.params_file or config_path('puma560.yaml'),
+                                        model.joint_types if model else None, summary.move)
+        write_plot(args.plot, summary.names, t, q, q_ref, error, title, units)
         print(f'wrote {args.plot}')
     return True
 
@@ -334,30 +387,53 @@ def main(argv=None):
         print("error: --plot needs matplotlib (pip install matplotlib, or the package's "
               "'plot' extra; apt: python3-matplotlib)", file=sys.stderr)
         return 1
+    for option, value in (('--duration', args.duration), ('--control-rate', args.control_rate),
+                          ('--integration-step', args.integration_step),
+                          ('--move-duration', args.move_duration)):
+        if value is not None and not (value > 0.0 and math.isfinite(value)):
+            print(f'error: {option}: must be a number > 0, got {value:g}', file=sys.stderr)
+            return 1
+    for option, path in (('--csv', args.csv), ('--plot', args.plot)):
+        problem = path and output_problem(path, option == '--plot')
+        if problem:        # said now, not after the run
+            print(f'error: {option} {path}: {problem}', file=sys.stderr)
+            return 1
     robot_file = args.params_file or config_path('puma560.yaml')
     sim_file = args.sim_params_file or config_path('sim.yaml')
     ros_args = [a for a in args.ros_args if a != '--']
     if ros_args and ros_args[0] == '--ros-args':
         ros_args = ros_args[1:]
-    with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
-                      sim_file, *ros_args]) as stop:
-        try:
-            summary, plant = run(args, running=stop.running)
-        except ConfigurationError as error:
-            rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
-            return 1
-        except (KeyboardInterrupt, ExternalShutdownException):
-            return 0
+    try:
+        with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
+                          sim_file, *ros_args]) as stop:
+            try:
+                summary, plant = run(args, running=stop.running)
+            except ConfigurationError as error:
+                rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
+                return 1
+            except (KeyboardInterrupt, ExternalShutdownException):
+                return 0
+    except ParamsFileError as error:
+        rclpy.logging.get_logger('sim').error(str(error))
+        return 1
     if args.duration is not None:
         print(f'simulated {plant.sim_time:.3f} s')
         print(summary.report())
-    if (args.csv or args.plot) and not write_outputs(args, summary):
+    if (args.csv or args.plot) and not write_outputs(args, summary, plant):
         return 1
     return 2 if plant.stopped else 0
 
 
 def demo_main(args=None):
     """Entry point `demo_move`: the demo move alone (launch/sim.launch.py)."""
+    try:
+        return _demo(args)
+    except ParamsFileError as error:
+        rclpy.logging.get_logger('demo_move').error(str(error))
+        return 1
+
+
+def _demo(args):
     with ros_session(args) as stop:
         try:
             node = DemoMove()

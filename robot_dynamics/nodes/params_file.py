@@ -1,0 +1,157 @@
+"""ROS 2 parameter files checked before rcl parses them.
+
+rcl's parser stops the process with a traceback and a terse message ("Sequence should be of
+same type. Value type 'integer' do not belong at line_num 5") for the common slips: a file
+that does not exist, a YAML syntax error, parameters without the ``/**: ros__parameters:``
+wrapper, a list that mixes integers and floats. `check_params_file` finds those first and
+says, in one line, which file, which key and index, and how to fix it.
+
+The rules are rcl's (rcl_yaml_param_parser): the top level maps node names (or ``/**``,
+possibly nested under namespaces) to a mapping with ``ros__parameters``; below it, nested
+mappings make dotted parameter names; a value is a scalar or a flat list whose items all
+have one type (bool, integer, float or string); ``null`` and ``~`` are read as strings.
+"""
+
+import os
+
+import yaml
+
+from robot_dynamics.model import ParameterFileLoader
+
+__all__ = ['ParamsFileError', 'check_params_file', 'check_params_files', 'params_files']
+
+WRAPPER = 'ros__parameters'
+
+
+class ParamsFileError(ValueError):
+    """A parameter file rcl would refuse; the message names file, key and index."""
+
+
+def params_files(args):
+    """The ``--params-file`` paths among command-line `args` (inside ``--ros-args``)."""
+    paths = []
+    inside = False
+    args = list(args or ())
+    for i, arg in enumerate(args):
+        if arg == '--ros-args':
+            inside = True
+        elif arg == '--':
+            inside = False
+        elif inside and arg == '--params-file' and i + 1 < len(args):
+            paths.append(args[i + 1])
+    return paths
+
+
+def check_params_files(args):
+    """`check_params_file` for every ``--params-file`` in `args`."""
+    for path in params_files(args):
+        check_params_file(path)
+
+
+def check_params_file(path):
+    """Raise ParamsFileError (one line: file, key, index, the fix) if rcl would refuse the
+    parameter file at `path`."""
+    if not os.path.exists(path):
+        raise ParamsFileError(f'params file {path}: no such file (relative paths are taken '
+                              f'from the working directory {os.getcwd()})')
+    if os.path.isdir(path):
+        raise ParamsFileError(f'params file {path}: is a directory, not a YAML file')
+    try:
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.load(stream, Loader=ParameterFileLoader)
+    except OSError as error:
+        raise ParamsFileError(f'params file {path}: cannot be read ({error.strerror})') \
+            from None
+    except yaml.YAMLError as error:
+        raise ParamsFileError(f'params file {path}: {_yaml_problem(error)}') from None
+    if document is None:
+        raise ParamsFileError(f'params file {path}: empty (expected "/**: ros__parameters: '
+                              '..." or "<node name>: ros__parameters: ...")')
+    if not isinstance(document, dict):
+        raise ParamsFileError(f'params file {path}: the top level is a '
+                              f'{_kind(document)}, not a mapping of node names (expected '
+                              '"/**: ros__parameters: ...")')
+    _check_nodes(path, document, [])
+
+
+def _yaml_problem(error):
+    mark = getattr(error, 'problem_mark', None)
+    where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark is not None else ''
+    problem = getattr(error, 'problem', None) or str(error).splitlines()[0]
+    return f'{where}YAML syntax error: {problem}'
+
+
+def _check_nodes(path, mapping, names):
+    """Node (or namespace) sections, down to each ``ros__parameters``."""
+    for key, value in mapping.items():
+        where = '/'.join(names + [str(key)])
+        if key == WRAPPER:
+            if not names:
+                raise ParamsFileError(f'params file {path}: ros__parameters at the top '
+                                      'level; put it under a node name: "/**:" for every '
+                                      'node, or "<node name>:"')
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ParamsFileError(f'params file {path}: {where}: expected a mapping of '
+                                      f'parameters, got {value!r}')
+            _check_parameters(path, value, '')
+        elif isinstance(value, dict):
+            if not _has_wrapper(value):
+                raise ParamsFileError(
+                    f'params file {path}: {where}: no "ros__parameters:" below this key; '
+                    'parameters go under "/**: ros__parameters:" (every node) or '
+                    '"<node name>: ros__parameters:"')
+            _check_nodes(path, value, names + [str(key)])
+        else:
+            raise ParamsFileError(
+                f'params file {path}: {where}: {_shown(value)} is not under a '
+                '"ros__parameters:" key; parameters go under "/**: ros__parameters:" (every '
+                'node) or "<node name>: ros__parameters:"')
+
+
+def _has_wrapper(mapping):
+    return WRAPPER in mapping or any(isinstance(v, dict) and _has_wrapper(v)
+                                     for v in mapping.values())
+
+
+def _check_parameters(path, mapping, prefix):
+    for key, value in mapping.items():
+        name = f'{prefix}{key}'
+        if isinstance(value, dict):
+            _check_parameters(path, value, name + '.')
+        elif isinstance(value, list):
+            _check_list(path, name, value)
+
+
+def _check_list(path, name, values):
+    kinds = [_kind(v) for v in values]
+    for i, (value, kind) in enumerate(zip(values, kinds)):
+        if kind in ('list', 'mapping'):
+            raise ParamsFileError(f'params file {path}: {name}[{i}]: a {kind} inside a list; '
+                                  'a parameter is a flat list of numbers, booleans or strings')
+    if set(kinds) == {'integer', 'float'}:
+        i = kinds.index('integer')
+        raise ParamsFileError(
+            f'params file {path}: {name}[{i}]: {values[i]} is an integer in a list of floats '
+            f'(rcl wants one type per list); write {values[i]}.0')
+    if len(set(kinds)) > 1:
+        i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
+        raise ParamsFileError(
+            f'params file {path}: {name}[{i}]: {_shown(values[i])} is '
+            f'{"an" if kinds[i][0] in "aeiou" else "a"} {kinds[i]} in a list '
+            f'of {kinds[0]}s (rcl wants one type per list)')
+
+
+KINDS = ((type(None), 'null'), (bool, 'boolean'), (int, 'integer'), (float, 'float'),
+         (str, 'string'), (list, 'list'), (dict, 'mapping'))    # bool before int
+
+
+def _kind(value):
+    return next((name for kind, name in KINDS if isinstance(value, kind)),
+                type(value).__name__)
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + '...'
