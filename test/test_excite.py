@@ -100,6 +100,14 @@ def test_the_controller_is_the_namespace_of_the_topic_unless_given():
     assert parse_arguments(['--controller', '/x']).controller == '/x'
 
 
+def test_apply_implies_identify():
+    assert not parse_arguments([]).identify
+    assert parse_arguments(['--identify']).identify and not parse_arguments(
+        ['--identify']).apply
+    options = parse_arguments(['--apply'])
+    assert options.identify and options.apply
+
+
 def launch(*arguments):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     return subprocess.Popen([sys.executable, '-m', 'robot_dynamics.nodes.excite', *arguments],

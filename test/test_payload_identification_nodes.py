@@ -281,20 +281,30 @@ def test_move_with_the_estimate_applied_tracks_10x_better(session):
 
 
 def test_measurement_noise_degrades_the_estimate_gracefully():
-    """Plant noise sigma_q = 1e-3 rad, sigma_qd = 0.02 rad/s (PUMA 560): the estimate is
-    still usable and within the bounds, its error within 5 reported standard deviations."""
+    """Plant noise sigma_q = 1e-3 rad, sigma_qd = 0.02 rad/s (PUMA 560), the whole procedure
+    in one `excite --apply` (identification on, excitation, off, estimate, apply): the
+    estimate is usable and within the bounds, its error within 5 reported standard
+    deviations, and applied."""
     payload = scenario.PAYLOADS['puma560']
     loop = Loop('puma560', noise=[
         Parameter('measurement_noise.position_stddev', value=1e-3),
         Parameter('measurement_noise.velocity_stddev', value=2e-2),
         Parameter('measurement_noise.seed', value=3)])
     try:
-        loop.set_enabled(True)
-        loop.excite()
-        estimate, quality = loop.final_estimate()
+        options = parse_arguments(['--duration', str(EXCITATION), '--apply'])
+        sender = loop.harness.add(ExcitationSender(options, context=loop.harness.context))
+        loop.harness.spin_until(lambda: sender.steps.exit_code is not None,
+                                'excite --apply done', wall_limit=600.0)
+        estimate, quality = loop.operator.estimates[-1][1], loop.operator.qualities[-1][1]
+        applied = loop.controller.get_parameter('robot.payload.mass').value
+        sim_time = loop.plant.sim_time
     finally:
         loop.close()
+    assert sender.steps.exit_code == 0
     assert quality['excited'] == 'true' and quality['consistent'] == 'true', quality
+    assert quality['enabled'] == 'false'                # switched off after the motion
+    assert sim_time < EXCITATION + 3.0                  # ... right after it
+    assert applied == pytest.approx(estimate.m, rel=1e-9)
     mass_error = abs(estimate.m - payload['mass'])
     com = np.array([estimate.com.x, estimate.com.y, estimate.com.z])
     print(f'noisy: mass {estimate.m:.4f} kg (std {quality["mass_std"]}), com {com} '

@@ -4,7 +4,7 @@
            [--seed 0] [--sample-period 0.02]
            [--topic /computed_torque_controller/joint_trajectory]
            [--controller /computed_torque_controller]
-           [--joint-states-topic /joint_states] [--timeout 5.0]
+           [--joint-states-topic /joint_states] [--timeout 5.0] [--identify | --apply]
 
 A finite Fourier series per joint (robot_dynamics.identification.exciting_trajectory) that
 starts and ends at rest at the position read on /joint_states, at most --amplitude from it
@@ -16,8 +16,16 @@ on the robot_description topic, with the URDF from that topic. So the trajectory
 exactly the limits the controller checks. It is sent as
 trajectory_msgs/JointTrajectory with a point every --sample-period s (positions, velocities,
 accelerations) from time_from_start 0 (the measured start: the controller's reference steps
-to where the arm is), header.stamp 0 (start on arrival). Exit status: 0 sent, 1 timed out or no
-valid trajectory, 2 bad arguments, 130 stopped before sending.
+to where the arm is), header.stamp 0 (start on arrival).
+
+With --identify it runs the whole identification through the controller's interfaces, for
+a machine without the ros2 command line: identification.enabled true before sending, false
+once the controller's ~/status says the trajectory finished, then it prints the final
+estimate (~/payload_estimate/quality); --apply also calls ~/apply_payload_estimate.
+
+Exit status: 0 sent (--identify: the estimate is usable; --apply: and applied), 1 timed out,
+no valid trajectory, an estimate not usable or an apply refused, 2 bad arguments, 130
+stopped (Ctrl-C, SIGTERM).
 """
 
 import argparse
@@ -29,14 +37,16 @@ import warnings
 import numpy as np
 import rclpy
 from rclpy.duration import Duration
-from rcl_interfaces.srv import GetParameters, ListParameters
+from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
 from rclpy.node import Node
-from rclpy.parameter import parameter_value_to_python
+from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.identification import ExcitationWarning, exciting_trajectory
@@ -73,6 +83,12 @@ def parse_arguments(argv):
     parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
     parser.add_argument('--timeout', type=float, default=5.0,
                         help='seconds to wait for the model, /joint_states and a subscriber')
+    parser.add_argument('--identify', action='store_true',
+                        help="switch the controller's identification on before, off after "
+                        'the trajectory, and print the estimate')
+    parser.add_argument('--apply', action='store_true',
+                        help='--identify, then apply the estimate (refused if not excited '
+                        'and consistent)')
     args = parser.parse_args(argv)
     for name in ('duration', 'base_frequency', 'sample_period', 'timeout'):
         value = getattr(args, name)
@@ -86,6 +102,7 @@ def parse_arguments(argv):
         parser.error('--sample-period: longer than --duration')
     if args.controller is None:
         args.controller = args.topic.rsplit('/', 1)[0] or '/'
+    args.identify = args.identify or args.apply
     return args
 
 
@@ -141,6 +158,8 @@ class ExcitationSender(Node):
         self._list = self.create_client(ListParameters, f'{controller}/list_parameters')
         self._get = self.create_client(GetParameters, f'{controller}/get_parameters')
         self.create_timer(0.1, self._ask_for_the_model)
+        self.steps = (IdentificationSteps(self, controller, options.apply)
+                      if options.identify else None)
 
     # ------------------------------------------------------------------ the model
 
@@ -210,6 +229,9 @@ class ExcitationSender(Node):
                 or not all(j in self._latest for j in self.joints) \
                 or self.publisher.get_subscription_count() == 0:
             return
+        if self.steps is not None and not self.steps.enabled:
+            self.steps.enable(then=self.try_send)      # identification on first
+            return
         o = self.options
         self.start = np.array([self._latest[j] for j in self.joints])
         try:
@@ -225,6 +247,8 @@ class ExcitationSender(Node):
             self.get_logger().warning(note)
         self.publisher.publish(trajectory_message(command))
         self.sent = True
+        if self.steps is not None:
+            self.steps.moving()
         excursion = np.max(np.abs(np.array([p.positions for p in command.points])
                                   - self.start), axis=0)
         self.get_logger().info(
@@ -240,6 +264,101 @@ class ExcitationSender(Node):
         if missing:
             return f'no positions for {missing} on {self.options.states_topic}'
         return f'no subscriber on {self.publisher.topic_name}; is the controller running?'
+
+
+class IdentificationSteps:
+    """--identify / --apply on the controller's interfaces: identification.enabled true
+    before the excitation, false once ~/status has gone from running to finished, then the
+    final estimate (the quality message published after switching off), and with --apply
+    the ~/apply_payload_estimate service. `exit_code` is set at the end."""
+
+    def __init__(self, node, controller, apply):
+        self.node, self.apply = node, apply
+        self.enabled = False
+        self.phase = 'enabling'      # moving, closing, final, applying, done
+        self.exit_code = None
+        self._pending = None
+        self._running = False
+        self._sent_at = None
+        self._set = node.create_client(SetParameters, f'{controller}/set_parameters')
+        self._apply = node.create_client(Trigger, f'{controller}/apply_payload_estimate')
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(String, f'{controller}/status', self._on_status, latched)
+        node.create_subscription(DiagnosticStatus, f'{controller}/payload_estimate/quality',
+                                 self._on_quality, latched)
+
+    def enable(self, then):
+        if self._pending is None and self._set.service_is_ready():
+            self._set_enabled(True, lambda: (setattr(self, 'enabled', True), then()))
+
+    def moving(self):
+        self.phase, self._sent_at = 'moving', time.monotonic()
+
+    def check(self, timeout):
+        """From the main loop: the trajectory must start running within `timeout` s."""
+        if self.phase == 'moving' and not self._running \
+                and time.monotonic() - self._sent_at > timeout:
+            self._finish(1, f'the controller did not start the trajectory within {timeout:g} '
+                         's (rejected? see its log)')
+
+    def _set_enabled(self, value, then):
+        request = SetParameters.Request(parameters=[
+            Parameter('identification.enabled', value=value).to_parameter_msg()])
+        self._pending = self._set.call_async(request)
+
+        def done(future):
+            self._pending = None
+            response = future.result()
+            if response is None or not response.results[0].successful:
+                reason = response.results[0].reason if response is not None else 'no answer'
+                self._finish(1, f'identification.enabled {str(value).lower()}: {reason}')
+                return
+            then()
+        self._pending.add_done_callback(done)
+
+    def _on_status(self, msg):
+        if self.phase != 'moving':
+            return
+        if msg.data == 'running':
+            self._running = True
+        elif msg.data == 'state_timeout':
+            self._finish(1, 'the controller stopped: state_timeout (no /joint_states)')
+        elif self._running and msg.data in ('finished', 'holding'):
+            self.phase = 'closing'
+            self._set_enabled(False, lambda: None)
+
+    def _on_quality(self, msg):
+        values = {kv.key: kv.value for kv in msg.values}
+        if self.phase != 'closing' or values.get('enabled') != 'false':
+            return
+        self.phase = 'final'
+        self.node.get_logger().info(
+            f"estimate: mass {values['mass']} kg (std {values['mass_std']}), com "
+            f"[{values['com']}] m (std [{values['com_std']}]), inertia [{values['inertia']}] "
+            f"kg m^2 about the com; condition number {values['condition_number']}, "
+            f"{values['samples']} samples: {msg.message}")
+        usable = msg.level == DiagnosticStatus.OK
+        if not (self.apply and usable):
+            self._finish(0 if usable else 1, None if usable else f'not usable: {msg.message}')
+            return
+        self.phase = 'applying'
+        future = self._apply.call_async(Trigger.Request())
+
+        def applied(future):
+            response = future.result()
+            if response is None:
+                self._finish(1, 'apply_payload_estimate: no answer')
+            else:
+                self._finish(0 if response.success else 1, response.message)
+        future.add_done_callback(applied)
+
+    def _finish(self, code, message):
+        self.phase, self.exit_code = 'done', code
+        if message and code == 0:
+            self.node.get_logger().info(message)
+        elif message:
+            self.node.get_logger().error(message)
 
 
 def main(args=None):
@@ -261,7 +380,14 @@ def main(args=None):
             if not node.sent:
                 return STOPPED
             node.publisher.wait_for_all_acked(Duration(seconds=options.timeout))
-            return 0
+            steps = node.steps
+            if steps is None:
+                return 0
+            node.get_logger().info('identifying: waiting for the trajectory to finish')
+            while steps.exit_code is None and stop.running():
+                rclpy.spin_once(node, timeout_sec=0.05)
+                steps.check(options.timeout)
+            return STOPPED if steps.exit_code is None else steps.exit_code
         finally:
             node.destroy_node()
 
