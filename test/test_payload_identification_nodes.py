@@ -9,8 +9,10 @@ after. Holding still, apply is refused with its reason; with measurement noise o
 the estimate stays within the bounds (the figures are in the doc page).
 """
 
-import argparse
 import math
+import os
+import subprocess
+import sys
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Inertia
@@ -312,3 +314,28 @@ def test_measurement_noise_degrades_the_estimate_gracefully():
     assert mass_error <= 0.02 * payload['mass']
     assert mass_error <= 5.0 * float(quality['mass_std'])
     assert np.linalg.norm(com - payload['com']) <= 5e-3
+
+
+def test_excite_executable_identifies_and_applies():
+    """`excite --duration 8 --apply` as a process against the loop: the whole procedure in
+    one command, exit status 0, the estimate applied."""
+    loop = Loop('puma560')
+    try:
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'robot_dynamics.nodes.excite', '--duration', '8',
+             '--apply', '--timeout', '30'], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        loop.harness.spin_until(lambda: process.poll() is not None, 'excite to exit',
+                                wall_limit=300.0)
+        output = process.communicate()[0]
+        loop.harness.spin_for(20)
+        mass = loop.controller.get_parameter('robot.payload.mass').value
+        quality = loop.operator.qualities[-1][1]
+    finally:
+        loop.close()
+    assert process.returncode == 0, output
+    assert 'estimate: mass' in output and 'applied payload' in output, output
+    assert quality['enabled'] == 'false'
+    assert mass == pytest.approx(float(quality['mass']), rel=1e-5)
+    assert abs(mass - scenario.PAYLOADS['puma560']['mass']) <= 0.02 * 2.5
