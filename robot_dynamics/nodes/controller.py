@@ -23,6 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
+from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              keep_float_types,
@@ -166,6 +167,7 @@ class ComputedTorqueController(Node):
                               if self.state_publish_rate > 0.0 else 0.0)
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.identification = PayloadIdentification(self, self.law.model)
         self.get_logger().info(
             f'{n} joints {list(self.joints)}; {self.control_mode} control'
             + (f' at {self.control_rate:g} Hz' if self.control_mode == 'timer' else '')
@@ -518,6 +520,7 @@ class ComputedTorqueController(Node):
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
         self._publish_command(tau)          # first: the reaction latency ends here
+        self.identification.record(t, self._q, self._qd, tau)
         self._update_status(t)
         if self.publish_state and self._state_due(t):
             self._publish_state(reference, tau)
