@@ -32,6 +32,7 @@ setup(
             'sim = robot_dynamics.nodes.sim:main',
             'demo_move = robot_dynamics.nodes.sim:demo_main',
             'send_trajectory = robot_dynamics.nodes.send_trajectory:main',
+            'excite = robot_dynamics.nodes.excite:main',
         ],
     },
 )

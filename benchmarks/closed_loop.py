@@ -23,9 +23,10 @@ executor.
 2. Real-time factor of the shipped bring-up at 1 kHz: plant_simulator (free-running on the
    wall clock, RK4 at 1 ms, /joint_states every 1 ms), computed_torque_controller
    (on_state) and demo_move as separate processes, as `sim.launch.py
-   sim_params_file:=config/sim_1khz.yaml use_sim_time:=false` starts them. After
-   --duration wall seconds the plant is stopped and prints its loop statistics, counted
-   from the first command (the loop closed; before it the plant holds its initial state):
+   sim_params_file:=config/sim_1khz.yaml use_sim_time:=false` starts them. --duration
+   wall seconds after the loop closed (the controller has seen every joint) the plant is
+   stopped and prints its loop statistics, counted from the first command (before it the
+   plant holds its initial state):
    real-time factor = simulated / wall time; tick k is due at start + k ms on the steady
    clock, and a late tick is one processed more than one period (1 ms) after it was due.
    Targets: real-time factor >= 0.98, late ticks <= 1 %.
@@ -36,6 +37,7 @@ executor.
 """
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -67,6 +69,8 @@ RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 PERIOD = 0.001       # s: 1 kHz
 BLOCK = 250          # messages per block
 ANSWER_LIMIT = 0.02  # s: an answer later than this is counted as missing
+START_LIMIT = 120.0  # wall s: the bring-up's loop must have closed by then
+CLOSED = 'all joints seen'   # the controller's log line once the loop is closed
 
 
 class Relay(Node):
@@ -131,11 +135,20 @@ def node_command(module, *extra):
             '--params-file', SIM_1KHZ, *extra]
 
 
-def start(command):
+def start(command, log=None):
+    """The process, its output into the file `log` (else a pipe)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, env=env, stdout=log or subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    process.log = log
+    return process
+
+
+def output(process):
+    """What the process has written so far to its `log` file."""
+    with open(process.log.name, encoding='utf-8', errors='replace') as stream:
+        return stream.read()
 
 
 def stop(process, timeout=10.0):
@@ -147,14 +160,63 @@ def stop(process, timeout=10.0):
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
+    if process.log is None:
+        return out
+    out = output(process)
+    process.log.close()
     return out
 
 
-def reaction_latency(count):
-    """Median latencies [s] of the controller and the relay, and the missing answers."""
+def wait_for_output(process, text, limit):
+    """Wait up to `limit` wall s until `process` (started with a log) has printed `text`."""
+    deadline = time.monotonic() + limit
+    while text not in output(process) and process.poll() is None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return text in output(process)
+
+
+@contextlib.contextmanager
+def fifo_priority(priority):
+    """The calling thread under SCHED_FIFO `priority` (0: unchanged) inside the block; the
+    threads it creates meanwhile (rclpy.init's middleware threads) inherit it."""
+    if not priority:
+        yield
+        return
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+def reaction_latency(count, node_args=(), priority=0):
+    """(median, p99, missing answers, messages) of the controller's and the relay's
+    latencies [s]. `node_args`: more --ros-args for the controller; `priority`: SCHED_FIFO
+    priority of the relay and of this probe (all their threads), 0 = normal."""
     controller = start(node_command('robot_dynamics.nodes.controller',
-                                    '-p', 'use_sim_time:=false', '-p', 'state_timeout:=2.0'))
-    relay = start([sys.executable, os.path.abspath(__file__), '--relay'])
+                                    '-p', 'use_sim_time:=false',
+                                    '-p', 'computed_torque_controller:state_timeout:=2.0',
+                                    *node_args))
+    relay = start([sys.executable, os.path.abspath(__file__), '--relay', str(priority)])
+    with fifo_priority(priority):
+        try:
+            samples = _probe(count)
+        finally:
+            logs = {'controller': stop(controller), 'relay': stop(relay)}
+    result = {}
+    for target, values in samples.items():
+        answered = [v for v in values if v is not None]
+        if not answered:
+            raise RuntimeError(f'{target} never answered:\n{logs[target][-2000:]}')
+        result[target] = (statistics.median(answered), float(np.percentile(answered, 99)),
+                          len(values) - len(answered), len(values))
+    return result
+
+
+def _probe(count):
+    """Blocks of BLOCK states to the controller and the relay in turn; their latencies."""
     rclpy.init()
     try:
         probe = Probe()
@@ -176,15 +238,7 @@ def reaction_latency(count):
         probe.destroy_node()
     finally:
         rclpy.try_shutdown()
-        logs = {'controller': stop(controller), 'relay': stop(relay)}
-    result = {}
-    for target, values in samples.items():
-        answered = [v for v in values if v is not None]
-        if not answered:
-            raise RuntimeError(f'{target} never answered:\n{logs[target][-2000:]}')
-        result[target] = (statistics.median(answered), float(np.percentile(answered, 99)),
-                          len(values) - len(answered), len(values))
-    return result
+    return samples
 
 
 PLANT_LINE = re.compile(
@@ -193,18 +247,35 @@ PLANT_LINE = re.compile(
     r'states unanswered')
 
 
-def bringup_real_time(duration):
-    """The bring-up's three processes for `duration` wall s; the plant's statistics."""
-    plant = start(node_command('robot_dynamics.nodes.plant', '-p', 'publish_clock:=false'))
-    controller = start(node_command('robot_dynamics.nodes.controller',
-                                    '-p', 'use_sim_time:=false'))
-    ros_args = node_command('', '-p', 'use_sim_time:=false')[3:]   # from --ros-args on
-    demo = start([sys.executable, '-c', 'import sys; from robot_dynamics.nodes.sim import '
-                  'demo_main; sys.exit(demo_main())', *ros_args])
-    time.sleep(duration)
-    controller_log = stop(controller)   # the plant first would leave the controller stale
-    plant_log = stop(plant)
-    demo_log = stop(demo)
+def bringup_real_time(duration, node_args=(), rate=None):
+    """The bring-up's three processes for `duration` wall s after the loop closed (the
+    controller saw every joint; start-up may take long on a loaded machine: up to
+    START_LIMIT s); the plant's statistics.
+    `node_args`: more --ros-args for the plant and the controller; `rate`: the control rate
+    [Hz] instead of sim_1khz.yaml's 1000 (the plant publishes at it, integrating one RK4
+    step of min(1 ms, 1/rate) at a time)."""
+    if rate is not None:
+        step = min(PERIOD, 1.0 / rate)
+        # node-specific: a plain -p loses against sim_1khz.yaml's /**/plant_simulator
+        node_args = ('-p', f'plant_simulator:publish_rate:={float(rate)}', '-p',
+                     f'plant_simulator:integration_step:={step!r}', *node_args)
+    with tempfile.TemporaryDirectory() as logs:
+        def log(name):
+            return open(os.path.join(logs, name + '.log'), 'w+', encoding='utf-8')
+        plant = start(node_command('robot_dynamics.nodes.plant', '-p', 'publish_clock:=false',
+                                   *node_args), log('plant'))
+        controller = start(node_command('robot_dynamics.nodes.controller', '-p',
+                                        'use_sim_time:=false', *node_args), log('controller'))
+        ros_args = node_command('', '-p', 'use_sim_time:=false')[3:]   # from --ros-args on
+        demo = start([sys.executable, '-c', 'import sys; from robot_dynamics.nodes.sim import '
+                      'demo_main; sys.exit(demo_main())', *ros_args], log('demo'))
+        try:
+            if wait_for_output(controller, CLOSED, START_LIMIT):
+                time.sleep(duration)
+        finally:
+            controller_log = stop(controller)   # the plant first would leave it stale
+            plant_log = stop(plant)
+            demo_log = stop(demo)
     match = PLANT_LINE.search(plant_log)
     if match is None:
         raise RuntimeError(f'no loop statistics from the plant:\n{plant_log[-3000:]}\n'
@@ -230,8 +301,7 @@ def one_process_lockstep(duration):
 def scaling_models():
     """(name, params file) of the models timed for the scaling rows."""
     from robot_dynamics.model import RobotModel
-    sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
-    from run import random_chain   # noqa: E402 - the random chains of benchmarks/run.py
+    from benchmark_models import random_chain   # the chains run.py times too
     import yaml
     models = [('planar2', os.path.join(CONFIG, 'planar2.yaml')), ('PUMA 560', PUMA),
               ('Panda (7)', os.path.join(CONFIG, 'panda.yaml'))]
@@ -296,9 +366,10 @@ def callback_costs(params_file):
     return n, controller_cost, plant_cost
 
 
-def relay_main():
+def relay_main(priority):
     from robot_dynamics.nodes.runner import run
-    return run(Relay, 'bare_relay', ['relay'] + sys.argv[2:])
+    with fifo_priority(priority):
+        return run(Relay, 'bare_relay', ['relay'] + sys.argv[3:])
 
 
 def verdict(ok):
@@ -358,5 +429,5 @@ def main():
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--relay']:
-        sys.exit(relay_main())
+        sys.exit(relay_main(int(sys.argv[2])))
     main()

@@ -1,12 +1,15 @@
 """Performance benchmark: the public dynamics functions against Pinocchio and the 1 kHz closed
 loop against a bare rclpy relay, one table.
 
-    python3 tools/dev.py bench [-- --repeats N --skip-closed-loop --duration S
-                                   --compile-times]
+    python3 tools/dev.py bench [-- --repeats N --skip-closed-loop --skip-under-load
+                                   --duration S --compile-times]
     PYTHONPATH=. <python with rclpy, numpy, pin> benchmarks/run.py [same options]
 
 The closed-loop rows come last (about a minute; `closed_loop.py` has the details, and
-prints more: the one-process loop and how the cycle scales with the number of joints).
+prints more: the one-process loop and how the cycle scales with the number of joints),
+then the same loop loaded with a busy process per CPU and the real-time options on (about
+a minute more; `under_load.py` prints all four conditions, quiet or loaded, options off or
+on, and the highest control rate kept).
 
 Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is a
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
@@ -21,6 +24,7 @@ about 15 s, the timed calls come after warm-up).
 """
 
 import argparse
+import functools
 import math
 import os
 import platform
@@ -29,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 import numpy as np
 
@@ -37,7 +40,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from robot_dynamics import _fast_numba, codegen, dynamics, integration  # noqa: E402
-from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
+from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
     import pinocchio as pin
@@ -45,42 +48,6 @@ except ImportError:
     pin = None
 
 ACCELERATOR = _fast_numba.available()
-
-
-# ---------------------------------------------------------------------- models
-
-
-def load_preset(name):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        return RobotModel.from_yaml(os.path.join(REPO, 'config', name + '.yaml'))
-
-
-def random_chain(n, seed=0):
-    """A general n-joint chain: random twists and lengths, full inertias, no zeros for the
-    generator to fold (the worst case for generated code)."""
-    rng = np.random.default_rng(seed)
-    mass = rng.uniform(0.5, 5.0, n)
-    inertia = []
-    for m in mass:
-        Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-        moments = m / 5.0 * rng.uniform(0.01, 0.05, 3)
-        moments = moments + moments.sum() * 0.1       # keep the triangle inequality
-        tensor = Q @ np.diag(moments) @ Q.T
-        inertia += [tensor[0, 0], tensor[0, 1], tensor[0, 2], tensor[1, 1], tensor[1, 2],
-                    tensor[2, 2]]
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        return _random_chain_model(rng, n, mass, inertia)
-
-
-def _random_chain_model(rng, n, mass, inertia):
-    return RobotModel.from_params({
-        'dh_convention': 'standard', 'joint_types': ['revolute'] * n,
-        'a': rng.uniform(-0.3, 0.3, n).tolist(), 'alpha': rng.uniform(-3, 3, n).tolist(),
-        'd': rng.uniform(-0.3, 0.3, n).tolist(), 'theta': rng.uniform(-1, 1, n).tolist(),
-        'mass': mass.tolist(), 'com': rng.uniform(-0.1, 0.1, 3 * n).tolist(),
-        'inertia': [float(v) for v in inertia]})
 
 
 def pinocchio_model(model):
@@ -244,7 +211,8 @@ def run(repeats):
         result = compare(model, lambda: dynamics.inverse_dynamics(model, q, qd, qdd),
                          lambda: pin.rnea(pm, data, q, qd, qdd), repeats)
         times[name, 'ID'] = result[0][0], result[1] and result[1][0]
-        targets = (25, 0.6) if name == 'random n=100' else (5, 1.2)
+        # pure Python within 7x of pin.rnea on the 7-DOF arm, 5x on the 6-DOF ones
+        targets = {'random n=100': (25, 0.6), 'Panda (7)': (7, 1.2)}.get(name, (5, 1.2))
         add_row(table, f'inverse_dynamics, one state, {name} / pin.rnea', result, targets)
     for name in models:
         model, pm = models[name], pins[name]
@@ -275,15 +243,22 @@ def run(repeats):
                          repeats, per=B)
         add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
                 result, (0.4, 0.3))
+    (long, long_fast), (short, short_fast) = times['random n=100', 'ID'], \
+        times['random n=6', 'ID']
+    fast = long_fast / short_fast if long_fast else None
+    table.add('cost growth n = 6 → 100, ID: time ratio (100/6 = 16.7 is linear)',
+              long / short, None, 20, fast, 20 if fast else None, unit='×',
+              ratio_accelerated=fast)
+    fd_times = chain_times(models, 'FD', repeats)
+    plain, fast = (per_link_growth(t, (6, 50), (50, 100)) if t else None
+                   for t in (fd_times['generated'], fd_times.get('numba')))
+    table.add('cost growth n = 6 → 100, FD: cost per link (t100 − t50)/50 over '
+              '(t50 − t6)/44 (1 = linear)', plain, None, 1.25, fast,
+              None if fast is None else 1.25, unit='×', ratio_accelerated=fast)
     for what in ('ID', 'FD'):
-        (long, long_fast), (short, short_fast) = times['random n=100', what], \
-            times['random n=6', what]
-        fast = long_fast / short_fast if long_fast else None
-        table.add(f'cost growth n = 6 → 100, {what}: time ratio (100/6 = 16.7 is linear)',
-                  long / short, None, 20, fast, 20 if fast else None, unit='×',
-                  ratio_accelerated=fast)
-    for what in ('ID', 'FD'):
-        plain, fast = marginal(models, what, repeats)
+        both = fd_times if what == 'FD' else chain_times(models, what, repeats)
+        plain, fast = (per_link_growth(t, (6, 12), (50, 100)) if t else None
+                       for t in (both['generated'], both.get('numba')))
         table.add(f'marginal cost per link, {what}: (t100 − t50)/50 over (t12 − t6)/6 '
                   '(1 = linear; an extra row, no original target)', plain, None, 1.2, fast,
                   None if fast is None else 1.2, unit='×', ratio_accelerated=fast)
@@ -293,10 +268,10 @@ def run(repeats):
     return table
 
 
-def closed_loop_rows(table, count, duration):
+def closed_loop_rows(table, count, duration, under_load=True):
     """The closed-loop rows of the performance table, measured by `closed_loop.py`'s
     functions: every node the shipped executable in its own process, PUMA 560, 1 kHz (see
-    that file)."""
+    that file); then the same loaded, with the real-time options (`under_load.py`)."""
     import closed_loop      # a private ROS_DOMAIN_ID, localhost discovery; needs rclpy
     latency = closed_loop.reaction_latency(count)
     (c_med, _, c_miss, c_n), (r_med, _, r_miss, _) = latency['controller'], latency['relay']
@@ -314,29 +289,64 @@ def closed_loop_rows(table, count, duration):
     table.add(f'closed loop, 1 kHz bring-up: late ticks, % of {loop["ticks"]} '
               f'({loop["dropped"]} dropped){closed}', late if not closed else 100.0, None,
               1.0, unit=' %')
+    if under_load:
+        loaded_rows(table, count, duration, r_med)
 
 
-def marginal(models, what, repeats):
-    """(generated, numba or None): the cost of one more link in a long chain
-    (n = 50 -> 100) over that in a short one (n = 6 -> 12), random chains, one state.
-    The 6 -> 100 growth ratio also counts what folds away in the first links of any chain;
-    this one does not."""
+def loaded_rows(table, count, duration, quiet_relay):
+    """The loaded rows: one busy process per CPU, real-time options on (under_load.py)."""
+    import under_load
+    latency, loop = under_load.measure(True, True, count, duration, duration + 90.0)
+    c_p99 = latency['controller'][1]
+    table.add(f'loaded (a busy process per CPU), real-time options on: reaction p99 / quiet '
+              f'bare-relay median ({latency["controller"][2]} unanswered)', c_p99,
+              quiet_relay, 2.0)
+    closed = '' if loop['closed_loop'] and loop['moved'] else '; LOOP NOT CLOSED'
+    table.add(f'loaded, real-time options on: 1 kHz bring-up real-time factor{closed}',
+              loop['real_time_factor'] if not closed else 0.0, None, 0.98, unit='',
+              at_least=True)
+    late = 100.0 * under_load.fraction(loop) if not closed else 100.0
+    table.add(f'loaded, real-time options on: 1 kHz bring-up late ticks, % of '
+              f'{loop["ticks"]}{closed}', late, None, 1.0, unit=' %')
+
+
+def chain_times(models, what, repeats):
+    """{backend: {n: one-state time [s]}} of inverse ('ID') or forward ('FD') dynamics on
+    random chains of n = 6, 12, 50, 100 joints, per backend (generated, numba if
+    installed)."""
     chains = {n: models.get(f'random n={n}') or random_chain(n) for n in (6, 12, 50, 100)}
     rng = np.random.default_rng(7)
-    slopes = {}
+    fn = dynamics.inverse_dynamics if what == 'ID' else dynamics.forward_dynamics
+    calls = {n: functools.partial(fn, model, *state(model, rng)) for n, model in chains.items()}
+    result = {}
     for backend in ('generated', 'numba') if ACCELERATOR else ('generated',):
         dynamics.set_backend(backend)
         try:
-            times = {}
-            for n, model in chains.items():
-                a, b, c = state(model, rng)
-                fn = dynamics.inverse_dynamics if what == 'ID' else dynamics.forward_dynamics
-                fn(model, a, b, c)
-                times[n] = paired(lambda: fn(model, a, b, c), lambda: None, repeats)[0]
+            result[backend] = interleaved(calls, repeats)
         finally:
             dynamics.set_backend('generated')
-        slopes[backend] = ((times[100] - times[50]) / 50) / ((times[12] - times[6]) / 6)
-    return slopes['generated'], slopes.get('numba')
+    return result
+
+
+def interleaved(calls, repeats, budget=0.02):
+    """{key: median time of one call [s]} of several calls sampled in turn (loops of
+    ~`budget` s each), so that a load that changes during the run hits them alike."""
+    loops = {key: _loops(call, budget) for key, call in calls.items()}
+    samples = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            samples[key].append(_sample(call, loops[key]))
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def per_link_growth(times, short, long):
+    """The cost of one more link between the chain lengths `long` = (n1, n2) over that
+    between `short` (1 = linear growth). Unlike the time ratio of two lengths, it leaves
+    out what folds away in the first links of any chain."""
+    def per_link(pair):
+        a, b = pair
+        return (times[b] - times[a]) / (b - a)
+    return per_link(long) / per_link(short)
 
 
 def machine():
@@ -392,6 +402,9 @@ def main():
                         help='only the dynamics rows (the closed loop takes about a minute)')
     parser.add_argument('--duration', type=float, default=12.0,
                         help='wall seconds of the closed-loop bring-up run (12)')
+    parser.add_argument('--skip-under-load', action='store_true',
+                        help='without the loaded closed-loop rows (under_load.py; about a '
+                        'minute)')
     args = parser.parse_args()
     if args.compile_times and ACCELERATOR:
         compile_times()
@@ -401,7 +414,7 @@ def main():
     table = run(args.repeats)
     if not args.skip_closed_loop:
         try:
-            closed_loop_rows(table, 2000, args.duration)
+            closed_loop_rows(table, 2000, args.duration, not args.skip_under_load)
         except ImportError as error:
             print(f'# closed-loop rows skipped: {error} (they need rclpy and the messages)')
     print(table.markdown())

@@ -314,6 +314,7 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
          '--params-file', PUMA], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     harness = RosHarness()
+    failure = None
     try:
         operator = harness.add(Operator(harness.context))
         harness.spin_until(lambda: operator.change_state.service_is_ready()
@@ -331,6 +332,8 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         np.testing.assert_allclose(operator.efforts[0], gravity(Q), rtol=1e-9, atol=1e-9)
         assert transition(harness, operator, 'deactivate')
         stream_until(harness, operator, lambda: operator.efforts[-1] == ZERO, 'zero effort')
+    except AssertionError as error:
+        failure = error         # reported below, with what the process printed
     finally:
         harness.close()
         if process.poll() is None:
@@ -340,6 +343,7 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         except subprocess.TimeoutExpired:
             process.kill()
             out, _ = process.communicate()
+    assert failure is None, f'{failure}\n--- controller_managed printed:\n{out}'
     assert process.returncode == 0, out
     assert 'configured (inactive)' in out and 'Traceback' not in out
 

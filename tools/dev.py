@@ -39,7 +39,8 @@ def requirements(distro):
     ros = [f'ros-{distro}-rclpy[fastrtps]'] + [
         f'ros-{distro}-{name}' for name in ('sensor-msgs', 'trajectory-msgs', 'std-msgs',
                                             'rosgraph-msgs', 'geometry-msgs',
-                                            'diagnostic-msgs', 'lifecycle-msgs')]
+                                            'diagnostic-msgs', 'lifecycle-msgs',
+                                            'std-srvs')]
     # matplotlib: the optional 'plot' extra, so the figure tests run too; numba (the
     # optional accelerator) in the kilted venv only, so that CI tests the numba backend
     # there and its absence with jazzy

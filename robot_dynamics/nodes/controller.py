@@ -24,10 +24,12 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes import follow_joint_trajectory
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
+from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              keep_float_types,
                                              payload_model, seconds)
+from robot_dynamics.nodes.realtime import declare_realtime
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
 
@@ -166,6 +168,7 @@ class ComputedTorqueController(Node):
                               if self.state_publish_rate > 0.0 else 0.0)
         self._create_interfaces()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.identification = PayloadIdentification(self, self.law.model)
         self.get_logger().info(
             f'{n} joints {list(self.joints)}; {self.control_mode} control'
             + (f' at {self.control_rate:g} Hz' if self.control_mode == 'timer' else '')
@@ -230,6 +233,7 @@ class ComputedTorqueController(Node):
             self, 'state_publish_rate', 0.0, 'at most this rate of the cycle time for '
             '~/reference, ~/feedback, ~/error and ~/output [Hz]; 0 = every cycle',
             read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
+        self.realtime = declare_realtime(self)    # applied by the runner's loop
         self.sampler = JointTrajectorySampler(
             self.joints, position_min=self.model.position_min,
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial)
@@ -521,6 +525,7 @@ class ComputedTorqueController(Node):
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
         self._publish_command(tau)          # first: the reaction latency ends here
+        self.identification.record(t, self._q, self._qd, tau)
         self._update_status(t)
         self._action.after_cycle(t, reference, self._q, self._qd)
         if self.publish_state and self._state_due(t):

@@ -14,6 +14,8 @@
   leaves on its command interfaces; doc/lifecycle-and-diagnostics.md explains the choice).
 - cleanup: back to unconfigured, the topics are destroyed; shutdown: from any state (from
   active: zero effort first).
+
+The executable applies the `realtime.*` options (doc/realtime.md) after each configure.
 """
 
 import math
@@ -24,7 +26,7 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
 from robot_dynamics.nodes.ros_params import ConfigurationError, declare_robot
-from robot_dynamics.nodes.runner import run
+from robot_dynamics.nodes.runner import run, spin_applying_realtime
 
 # Node entities created by configure and destroyed by cleanup: (property, destroy method).
 ENTITY_KINDS = (('publishers', 'destroy_publisher'), ('subscriptions', 'destroy_subscription'),
@@ -172,7 +174,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
 def main(args=None):
     """Entry point `controller_managed`: starts unconfigured; `ros2 lifecycle set
     /computed_torque_controller configure`, then `activate`, bring it up."""
-    return run(ManagedComputedTorqueController, NODE_NAME, args)
+    return run(ManagedComputedTorqueController, NODE_NAME, args, spin_applying_realtime)
 
 
 if __name__ == '__main__':

@@ -38,10 +38,12 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
 from robot_dynamics.nodes.diagnostics import measured, PlantDiagnostics
+from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              keep_float_types,
                                              payload_model)
+from robot_dynamics.nodes.realtime import declare_realtime
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
 
 NODE_NAME = 'plant_simulator'
@@ -118,6 +120,8 @@ class PlantSimulator(Node):
                if self.publish_clock else '')
             + f'; efforts from {self.command_topic}'
             + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
+               else '')
+            + (f'; {self.measurement_noise.describe()}' if self.measurement_noise.enabled
                else ''))
 
     # ------------------------------------------------------------------ parameters
@@ -172,9 +176,11 @@ class PlantSimulator(Node):
             "torques g(q) to every command, as a robot that compensates gravity in its "
             "firmware (pair with the controller's compensate_gravity: false); the published "
             'effort is the command', read_only=True))
+        self.realtime = declare_realtime(self)    # applied by the runner's loop
         self.divergence_velocity = as_float('divergence_velocity', declare(
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
+        self.measurement_noise = declare_measurement_noise(self)
 
     def _on_set_parameters(self, parameters):
         """robot.payload.{mass,com,inertia} at runtime: validated and built here (the new
@@ -450,8 +456,9 @@ class PlantSimulator(Node):
             self._clock_pub.publish(ClockMsg(clock=stamp))
         msg = self._state_msg
         msg.header.stamp = stamp
-        msg.position = self.q.tolist()
-        msg.velocity = self.qd.tolist()
+        q, qd = self.measurement_noise.measure(self.q, self.qd)
+        msg.position = q.tolist()
+        msg.velocity = qd.tolist()
         msg.effort = self._tau_applied.tolist()
         self._state_pub.publish(msg)
         self._last_publish_wall = time.monotonic()

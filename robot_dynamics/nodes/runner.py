@@ -27,6 +27,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from robot_dynamics.nodes import realtime
 from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.ros_params import ConfigurationError
 
@@ -152,6 +153,17 @@ def spin(node, executor, running):
         executor.spin_once()
 
 
+def spin_applying_realtime(node, executor, running):
+    """`spin` for a node whose model comes later and may come again (a managed node's
+    configure): the executor, and `realtime.enter_loop` once each new model is in place."""
+    model = None
+    while running() and node.context.ok():
+        executor.spin_once()
+        if node.model is not None and node.model is not model:
+            model = node.model
+            realtime.enter_loop(node)
+
+
 def own_loop_after_the_model(loop_of):
     """A `spin_node` for a node with its own loop: the executor until the node's model
     exists (it may come on robot_description), then ``loop_of(node)`` (a function of the
@@ -160,6 +172,8 @@ def own_loop_after_the_model(loop_of):
     def spin_node(node, executor, running):
         while node.model is None and running() and node.context.ok():
             executor.spin_once(timeout_sec=0.1)
+        if node.model is not None and running():
+            realtime.enter_loop(node)      # gc frozen; realtime.* applied to this thread
         loop = loop_of(node) if node.model is not None else None
         if loop is not None and running():
             loop(executor, running)

@@ -1,0 +1,40 @@
+"""Helpers of the benchmarks that decide what a row means: the busy processes of the loaded
+runs (one per CPU, pinned, normal priority, ending by themselves) and the per-link growth
+of the dynamics cost (1 for a cost linear in n, whatever the fixed part)."""
+
+import os
+import sys
+
+import pytest
+
+from ros_testing import REPO   # noqa: I100 - sets ROS_DOMAIN_ID before closed_loop is imported
+
+sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
+under_load = pytest.importorskip('under_load')
+run = pytest.importorskip('run')
+
+
+def test_busy_processes_spin_one_per_cpu_at_normal_priority_and_end_by_themselves():
+    cpus = sorted(os.sched_getaffinity(0))
+    with under_load.busy_processes(True, limit=1.0) as processes:
+        assert len(processes) == len(cpus)
+        for process, cpu in zip(processes, cpus):
+            assert process.poll() is None
+            assert os.sched_getaffinity(process.pid) == {cpu}
+            assert os.sched_getscheduler(process.pid) == os.SCHED_OTHER
+        for process in processes:
+            process.wait(timeout=60.0)      # a safety net, not a timing assertion
+            assert process.returncode == 0  # ended by itself, not terminated
+
+
+def test_quiet_runs_start_no_busy_process():
+    with under_load.busy_processes(False, limit=1.0) as processes:
+        assert processes == []
+
+
+def test_per_link_growth_is_one_for_a_linear_cost_with_a_fixed_part():
+    linear = {n: 3.0e-6 + 2.0e-6 * n for n in (6, 12, 50, 100)}
+    assert run.per_link_growth(linear, (6, 50), (50, 100)) == pytest.approx(1.0)
+    assert run.per_link_growth(linear, (6, 12), (50, 100)) == pytest.approx(1.0)
+    quadratic = {n: 1.0e-6 * n * n for n in (6, 50, 100)}
+    assert run.per_link_growth(quadratic, (6, 50), (50, 100)) == pytest.approx(150 / 56)
