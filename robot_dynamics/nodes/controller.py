@@ -141,6 +141,13 @@ class ComputedTorqueController(Node):
             self.destroy_node()
             raise
 
+    def destroy_node(self):
+        """Also the action server (rclpy's destroy_node leaves it, and the node, alive)."""
+        action = getattr(self, '_action', None)
+        if action is not None:
+            action.destroy()
+        super().destroy_node()
+
     def _start(self, model, joints):
         """The rest of the start-up, once the model exists."""
         self.model, self.joints = model, joints

@@ -76,6 +76,9 @@ class NoActionInterface:
     def preempt(self, text):
         pass
 
+    def destroy(self):
+        pass
+
 
 class _ActiveGoal:
     """One accepted goal while it runs."""
@@ -128,6 +131,12 @@ class FollowJointTrajectoryInterface:
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             **{f'{kind}_service_qos_profile': requests for kind in ('goal', 'cancel', 'result')})
         node.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def destroy(self):
+        """With the node: rclpy's destroy_node leaves action servers alive, and with them
+        the node's own handle and entities."""
+        if self._server in self.node.waitables:     # not yet destroyed (managed cleanup)
+            self._server.destroy()
 
     # ------------------------------------------------------------------ goals
 
