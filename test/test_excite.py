@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.controller import ComputedTorqueController
-from robot_dynamics.nodes.excite import excitation_command, parse_arguments
+from robot_dynamics.nodes.excite import excitation_command, IdentificationSteps, parse_arguments
 from robot_dynamics.trajectory import TrajectoryCommand
 from ros_testing import PUMA, REPO, RosHarness
 
@@ -159,3 +160,28 @@ def test_executable_sends_the_trajectory_for_the_controllers_model_from_joint_st
 def rclpy_node(context):
     from rclpy.node import Node
     return Node('excite_test', context=context)
+
+
+@pytest.mark.parametrize('phase, message', [
+    ('closing', 'no final estimate on payload_estimate/quality within 0.2 s'),
+    ('applying', 'no answer from apply_payload_estimate within 0.2 s')])
+def test_identify_gives_up_when_the_controller_stops_answering(phase, message):
+    """--identify / --apply end with status 1 and the reason when the final estimate or the
+    apply's answer does not come (a controller stopped meanwhile), instead of waiting for
+    ever."""
+    from rclpy.node import Node
+    ros = RosHarness()
+    try:
+        node = ros.add(Node('excite_probe', context=ros.context))
+        steps = IdentificationSteps(node, '/no_such_controller', apply=True)
+        errors = []
+        node.get_logger = lambda: SimpleNamespace(error=errors.append, info=errors.append)
+        steps._enter(phase)
+        steps.check(0.2)
+        assert steps.exit_code is None            # not yet: the wait is bounded, not zero
+        time.sleep(0.3)
+        steps.check(0.2)
+        assert steps.exit_code == 1 and steps.phase == 'done'
+        assert errors and errors[-1].startswith(message)
+    finally:
+        ros.close()

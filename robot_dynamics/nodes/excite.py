@@ -82,7 +82,8 @@ def parse_arguments(argv):
                         '(default: the namespace of --topic)')
     parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
     parser.add_argument('--timeout', type=float, default=5.0,
-                        help='seconds to wait for the model, /joint_states and a subscriber')
+                        help='seconds to wait for the model, /joint_states and a subscriber '
+                        '(with --identify also for the final estimate and the apply)')
     parser.add_argument('--identify', action='store_true',
                         help="switch the controller's identification on before, off after "
                         'the trajectory, and print the estimate')
@@ -293,14 +294,23 @@ class IdentificationSteps:
             self._set_enabled(True, lambda: (setattr(self, 'enabled', True), then()))
 
     def moving(self):
-        self.phase, self._sent_at = 'moving', time.monotonic()
+        self._enter('moving')
+
+    def _enter(self, phase):
+        self.phase, self._sent_at = phase, time.monotonic()
 
     def check(self, timeout):
-        """From the main loop: the trajectory must start running within `timeout` s."""
-        if self.phase == 'moving' and not self._running \
-                and time.monotonic() - self._sent_at > timeout:
+        """From the main loop: the trajectory must start running within `timeout` s, and
+        after it the final estimate and the apply must come within `timeout` s each."""
+        if self._sent_at is None or time.monotonic() - self._sent_at <= timeout:
+            return
+        if self.phase == 'moving' and not self._running:
             self._finish(1, f'the controller did not start the trajectory within {timeout:g} '
                          's (rejected? see its log)')
+        elif self.phase in ('closing', 'applying'):
+            what = ('no final estimate on payload_estimate/quality' if self.phase == 'closing'
+                    else 'no answer from apply_payload_estimate')
+            self._finish(1, f'{what} within {timeout:g} s (is the controller still running?)')
 
     def _set_enabled(self, value, then):
         request = SetParameters.Request(parameters=[
@@ -325,7 +335,7 @@ class IdentificationSteps:
         elif msg.data == 'state_timeout':
             self._finish(1, 'the controller stopped: state_timeout (no /joint_states)')
         elif self._running and msg.data in ('finished', 'holding'):
-            self.phase = 'closing'
+            self._enter('closing')
             self._set_enabled(False, lambda: None)
 
     def _on_quality(self, msg):
@@ -342,7 +352,7 @@ class IdentificationSteps:
         if not (self.apply and usable):
             self._finish(0 if usable else 1, None if usable else f'not usable: {msg.message}')
             return
-        self.phase = 'applying'
+        self._enter('applying')
         future = self._apply.call_async(Trigger.Request())
 
         def applied(future):
