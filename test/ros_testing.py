@@ -26,11 +26,14 @@ os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 class RosHarness:
     """One rclpy context and executor; nodes added with `add` are destroyed at the end."""
 
-    def __init__(self, *param_files, ros_args=()):
+    def __init__(self, *param_files, ros_args=(), overrides=()):
+        """`overrides`: 'name:=value' items, each passed as `-p` after the files."""
         args = ['test', '--ros-args']
         for path in param_files:
             args += ['--params-file', path]
         args += list(ros_args)
+        for item in overrides:
+            args += ['-p', item]
         self.context = rclpy.Context()
         rclpy.init(context=self.context, args=args)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)

@@ -130,10 +130,7 @@ class Listener(Node):
 def reporting(node_class, *overrides):
     """One node of `node_class` reporting every 0.2 s, only watchdog and saturation
     levels (QUIET), and a Listener: (harness, listener, the node's statuses so far)."""
-    args = []
-    for item in ('diagnostics.period:=0.2',) + QUIET + overrides:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness = RosHarness(PUMA, overrides=('diagnostics.period:=0.2',) + QUIET + overrides)
     try:
         name = harness.add(node_class(context=harness.context)).get_name()
         listener = harness.add(Listener(harness.context))

@@ -136,10 +136,7 @@ def stream_until(harness, operator, predicate, what):
 
 
 def start(*overrides):
-    args = []
-    for item in overrides:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness = RosHarness(PUMA, overrides=overrides)
     controller = harness.add(ManagedComputedTorqueController(context=harness.context))
     operator = harness.add(Operator(harness.context))
     harness.spin_until(lambda: operator.change_state.service_is_ready()

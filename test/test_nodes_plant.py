@@ -41,11 +41,9 @@ class FakeController(Node):
 
 
 def start(*overrides):
-    args = ['-p', f'initial_positions:={Q0}', '-p', 'publish_clock:=true',
-            '-p', 'real_time_factor:=0.0', '-p', 'lockstep_timeout:=60.0']
-    for item in overrides:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness = RosHarness(PUMA, overrides=(f'initial_positions:={Q0}', 'publish_clock:=true',
+                                          'real_time_factor:=0.0', 'lockstep_timeout:=60.0')
+                         + overrides)
     plant = harness.add(PlantSimulator(context=harness.context))
     fake = harness.add(FakeController(harness.context))
     harness.spin_until(lambda: fake.states and fake.publisher.get_subscription_count() > 0,

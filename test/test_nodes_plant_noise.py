@@ -66,10 +66,7 @@ class StateListener(Node):
 
 
 def start_plant(*overrides):
-    args = ['-p', f'initial_positions:={Q0}']
-    for item in overrides:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness = RosHarness(PUMA, overrides=(f'initial_positions:={Q0}',) + overrides)
     plant = harness.add(PlantSimulator(context=harness.context))
     listener = harness.add(StateListener(harness.context))
     return harness, plant, listener

@@ -59,10 +59,7 @@ class Robot(Node):
 
 
 def start(*overrides):
-    args = []
-    for item in overrides:
-        args += ['-p', item]
-    harness = RosHarness(PUMA, ros_args=args)
+    harness = RosHarness(PUMA, overrides=overrides)
     controller = harness.add(ComputedTorqueController(context=harness.context))
     robot = harness.add(Robot(harness.context))
     harness.spin_until(lambda: robot.states.get_subscription_count() > 0
