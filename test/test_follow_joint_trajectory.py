@@ -560,7 +560,11 @@ def test_send_trajectory_no_wait_returns_while_the_goal_runs(loop):
                                    '--duration', '3.0', '--no-wait')
     assert code == 0, output
     assert 'goal accepted and running' in output
-    assert controller.sampler.status(controller._last_t) == 'running'
+    # the sender returned on acceptance; the goal starts at the controller's next cycle
+    # (lock-step: a cycle may not have run yet), and runs without the sender
+    harness.spin_until(lambda: controller.sampler.status(controller._last_t) == 'running',
+                       'the goal running after send_trajectory returned')
+    assert controller._action._goal is not None
     settle(loop, 3.5)
 
 
@@ -576,10 +580,14 @@ def test_send_trajectory_exits_4_when_its_goal_is_preempted_and_130_after_cancel
         loop):
     harness, plant, controller, client = loop
     for stop in ('topic', 'ctrl-c'):
+        settle(loop, 0.2)
+        before = controller._action._goal
         process = start_send_trajectory('--positions', *map(str, away(plant, MOVE)),
                                         '--duration', '3.0')
         try:
-            harness.spin_until(lambda: controller.sampler.status(controller._last_t)
+            # this sender's goal, not whatever ran before it
+            harness.spin_until(lambda: controller._action._goal not in (None, before)
+                               and controller.sampler.status(controller._last_t)
                                == 'running', 'the goal running')
             if stop == 'topic':
                 client.topic.publish(move(plant, away(plant, [0.05] * 6)).trajectory)
