@@ -6,6 +6,7 @@ are called directly (no timing); the plant's steady clock and timer are replaced
 
 import math
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -159,7 +160,8 @@ def free_plant(harness, monkeypatch):
     clock = FakeClock(100.0)
     monkeypatch.setattr(plant_module.time, 'monotonic', clock)
     plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
-        Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0)]))
+        Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0),
+        Parameter('command_timeout', value=0.0)]))     # one command, held: load-proof
     plant._timer.cancel()
     plant._timer = FakeTimer(clock, 100.001)    # the call due at 100.000 s was taken
     return plant, clock
@@ -282,17 +284,26 @@ def test_the_plant_executables_loop_takes_commands_itself_and_ticks_on_its_own_s
     starts is taken from the subscription without the executor; the loop integrates after
     it, and stops when the plant stops."""
     plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
-        Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0)]))
+        Parameter('publish_clock', value=False), Parameter('publish_rate', value=1000.0),
+        Parameter('command_timeout', value=0.0)]))     # one command, held: load-proof
     node = harness.add(Node('commander', context=harness.context))
     publisher = node.create_publisher(Float64MultiArray, plant.command_topic, 10)
     harness.spin_until(lambda: publisher.get_subscription_count() > 0, 'the plant to subscribe')
     publisher.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 0.5, 0.25, 0.125]))
-    stop = threading.Timer(0.3, lambda: setattr(plant, 'stopped', True))
-    stop.start()
+    done = threading.Event()
+
+    def stop_after_some_ticks():       # not a wall-time window: a loaded machine may stall
+        deadline = time.monotonic() + 30.0
+        while plant.ticks < 20 and time.monotonic() < deadline and not done.wait(0.01):
+            pass
+        plant.stopped = True
+    stopper = threading.Thread(target=stop_after_some_ticks)
+    stopper.start()
     try:
         plant.spin_free_running(harness.executor)
     finally:
-        stop.cancel()
+        done.set()
+        stopper.join()
     assert plant._timer.is_canceled()
     assert plant._tau_command.tolist() == [1.0, 2.0, 3.0, 0.5, 0.25, 0.125]
     assert plant.ticks > 0 and plant.sim_time > 0.0
