@@ -160,3 +160,22 @@ def both(function, *args, **kwargs):
     """(generated backend result, reference backend result)."""
     return (with_backend('generated', function, *args, **kwargs),
             with_backend('reference', function, *args, **kwargs))
+
+
+_modules_seen = []
+
+
+@pytest.fixture(scope='module', autouse=True)
+def private_dds_domain():
+    """Each test module on its own DDS domain (ROS_DOMAIN_ID, read by rclpy.init and
+    inherited by the processes a test starts): a node or process a previous module left
+    behind (a late /clock tick, a late reply) cannot reach this module's nodes.
+    1..230 stays within the domain ids whose ports are valid on Linux."""
+    previous = os.environ.get('ROS_DOMAIN_ID')
+    _modules_seen.append(None)
+    os.environ['ROS_DOMAIN_ID'] = str(1 + (os.getpid() + 37 * len(_modules_seen)) % 230)
+    yield
+    if previous is None:
+        os.environ.pop('ROS_DOMAIN_ID', None)
+    else:
+        os.environ['ROS_DOMAIN_ID'] = previous
