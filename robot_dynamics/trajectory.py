@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'finite_number',
+__all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
+           'finite_number',
            'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
            'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots']
 
@@ -42,6 +43,11 @@ class InvalidJoints(TrajectoryRejected):
 
 class EndsInThePast(TrajectoryRejected):
     """Rejected because its header stamp puts the whole trajectory in the past."""
+
+
+class OutsideTrajectory(ValueError):
+    """`JointTrajectorySampler.query` at a time the current trajectory does not cover; the
+    message says why."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +241,28 @@ class JointTrajectorySampler:
         plan = self._require_plan()
         plan.prune(now)
         q, qd, qdd = plan.sample(float(now))
+        return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
+                         np.array(qdd, dtype=float))
+
+    def query(self, t):
+        """The reference of the current trajectory at time t, without changing anything
+        (the trajectory's start, replaced plans and what `sample` prunes stay as they are;
+        safe beside a concurrent `sample`, `accept` or `hold`). As ros2_controllers'
+        joint_trajectory_controller answers its ~/query_state: only t in [start, last point)
+        of the trajectory being (or last) followed; OutsideTrajectory otherwise, and while
+        holding a position (before any trajectory, after a stop)."""
+        plan = self._require_plan()         # one read: a concurrent accept swaps the whole plan
+        t = float(t)
+        if plan.hold:
+            raise OutsideTrajectory('no trajectory: holding a position (none accepted since, '
+                                    'or stopped)')
+        if not t >= plan.start:             # NaN too
+            raise OutsideTrajectory(f'time {t:.6f} s is before the start of the current '
+                                    f'trajectory ({plan.start:.6f} s)')
+        if t >= plan.end:
+            raise OutsideTrajectory(f'time {t:.6f} s is not before the last point of the '
+                                    f'current trajectory ({plan.end:.6f} s)')
+        q, qd, qdd = plan.sample(t)         # t >= start: the replaced plan is not consulted
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
                          np.array(qdd, dtype=float))
 

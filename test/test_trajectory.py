@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from robot_dynamics.trajectory import (
-    clamped_spline_knots, cubic_coefficients, JointTrajectorySampler, quintic_coefficients,
-    TrajectoryCommand, TrajectoryPoint, TrajectoryRejected)
+    clamped_spline_knots, cubic_coefficients, JointTrajectorySampler, OutsideTrajectory,
+    quintic_coefficients, TrajectoryCommand, TrajectoryPoint, TrajectoryRejected)
 
 JOINTS = ('j1', 'j2', 'j3')
 Q0 = np.array([0.1, -0.4, 0.8])
@@ -454,3 +454,68 @@ def test_command_from_message_converts_stamps_and_durations_to_seconds():
     assert cmd.joint_names == ('j2', 'j1')
     assert cmd.points[0].time_from_start == pytest.approx(0.5)
     assert cmd.points[0].positions == (1.0, 2.0) and cmd.points[0].velocities == ()
+
+
+# ---------------------------------------------------------------------- query (~/query_state)
+
+def quintic_through(t0, t1, start, end, t):
+    """(q, q̇, q̈) at t of the quintic with (p, v, a) `start` at t0 and `end` at t1, solved
+    as a 6x6 linear system (independent of the sampler's closed form)."""
+    def rows(tau):
+        return np.array([[tau**k for k in range(6)],
+                         [k * tau**(k - 1) if k else 0.0 for k in range(6)],
+                         [k * (k - 1) * tau**(k - 2) if k > 1 else 0.0 for k in range(6)]])
+    c = np.linalg.solve(np.vstack([rows(0.0), rows(t1 - t0)]), np.vstack([start, end]))
+    return rows(t - t0) @ c
+
+
+def test_query_answers_the_quintic_through_the_points_sent():
+    s = sampler()
+    times = [0.0] + TIMES                       # the first point replaces the start state
+    positions, velocities, accelerations = (np.vstack([x[0], x]) for x in (P, V, A))
+    velocities[0] = accelerations[0] = 0.0
+    s.accept(command(times, positions, velocities, accelerations), NOW)
+    for t in np.linspace(0.0, TIMES[-1], 23, endpoint=False):
+        k = int(np.searchsorted(times, t, side='right')) - 1
+        expected = quintic_through(
+            NOW + times[k], NOW + times[k + 1],
+            np.vstack([positions[k], velocities[k], accelerations[k]]),
+            np.vstack([positions[k + 1], velocities[k + 1], accelerations[k + 1]]), NOW + t)
+        r = s.query(NOW + t)
+        answer = np.vstack([r.positions, r.velocities, r.accelerations])
+        np.testing.assert_allclose(answer, expected, atol=1e-9)
+        np.testing.assert_array_equal(state(s, NOW + t), answer.ravel())   # what is commanded
+
+
+@pytest.mark.parametrize('offset, words', [(-0.01, 'before the start'),
+                                           (TIMES[-1], 'not before the last point'),
+                                           (TIMES[-1] + 5.0, 'not before the last point'),
+                                           (np.nan, 'before the start')])
+def test_query_outside_the_trajectory_is_refused_with_the_reason(offset, words):
+    s = running('quintic')
+    with pytest.raises(OutsideTrajectory, match=words):
+        s.query(NOW + offset)
+
+
+def test_query_while_holding_is_refused():
+    s = sampler()
+    with pytest.raises(OutsideTrajectory, match='holding'):
+        s.query(NOW)
+    s = running('cubic')
+    s.accept(command([], []), NOW + 0.5)        # stop
+    with pytest.raises(OutsideTrajectory, match='holding'):
+        s.query(NOW + 0.6)
+
+
+def test_query_changes_nothing_a_later_sample_sees():
+    """A query past the start of a trajectory waiting to replace a running one does not
+    make the sampler forget the running one (what `sample` at that time would prune)."""
+    s = running('quintic')
+    old = running('quintic')
+    s.accept(command([1.0], [Q0], start=NOW + 1.1), NOW + 0.2)
+    r = s.query(NOW + 1.5)
+    assert np.all(np.isfinite(r.positions))
+    for t in np.linspace(NOW + 0.2, NOW + 1.1, 7):
+        np.testing.assert_allclose(state(s, t), state(old, t), atol=1e-12)
+    np.testing.assert_allclose(state(s, NOW + 1.5),
+                               np.concatenate([r.positions, r.velocities, r.accelerations]))
