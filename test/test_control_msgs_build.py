@@ -6,7 +6,11 @@ not talk to a server built from definitions that differ in any field. The Kilted
 read off upstream control_msgs 6.8.0 (its Kilted release) built with the Kilted wheels. Jazzy's
 release, 5.8.0, has no `index` fields in the action's feedback; its action hash was read off a
 Jazzy build of definitions whose field lines (comments and blanks aside) equal upstream 5.8.0's,
-and its two messages hash as in Kilted (the nested types are the same).
+and its two messages hash as in Kilted (the nested types are the same). The service
+QueryTrajectoryState (identical in 5.8.0 and 6.8.0) was read off upstream builds of each
+release tag, 6.8.0 with the Kilted wheels and 5.8.0 with the Jazzy wheels (the package as
+fetched from ros-controls/control_msgs, built out of tree, its type description generator
+run): one hash for both, which these two builds' action hashes above confirm as a method.
 """
 
 import importlib.metadata
@@ -29,6 +33,8 @@ EXPECTED = {
             'RIHS01_51d8dd89cc624cbe9daaeeb4d80d6de9b86168ffdc3be41fefc0953e3c26e480',
         'msg/JointTolerance':
             'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
+        'srv/QueryTrajectoryState':         # upstream 6.8.0, Kilted wheels
+            'RIHS01_4a0935dffef18bc5b9e101c9d03d84e681ecd4cebd724b8f11fde008751a325a',
     },
     'jazzy': {
         'action/FollowJointTrajectory':
@@ -37,6 +43,8 @@ EXPECTED = {
             'RIHS01_51d8dd89cc624cbe9daaeeb4d80d6de9b86168ffdc3be41fefc0953e3c26e480',
         'msg/JointTolerance':
             'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
+        'srv/QueryTrajectoryState':         # upstream 5.8.0, Jazzy wheels
+            'RIHS01_4a0935dffef18bc5b9e101c9d03d84e681ecd4cebd724b8f11fde008751a325a',
     },
 }
 

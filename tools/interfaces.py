@@ -124,6 +124,7 @@ def _run(command, log, env, cwd=None):
 def importable(python):
     return subprocess.run(
         [python, '-c', 'from control_msgs.action import FollowJointTrajectory; '
+         'from control_msgs.srv import QueryTrajectoryState; '
          'from control_msgs.msg import JointTrajectoryControllerState'],
         capture_output=True, env=_env(python)).returncode == 0
 
