@@ -24,6 +24,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes import follow_joint_trajectory
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
+from robot_dynamics.nodes.joint_constraints import JointConstraints
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
@@ -230,6 +231,7 @@ class ComputedTorqueController(Node):
                 self, 'constraints.stopped_velocity_tolerance', 0.01, 'goal reached only '
                 'when every |qd| <= this [rad/s | m/s]; 0 = not checked', minimum=0.0,
                 maximum=1e3), minimum=0.0)
+        self.joint_constraints = JointConstraints(self, self.joints)   # constraints.<joint>.*
         allow_partial = as_bool('allow_partial_joints_goal', declare(
             self, 'allow_partial_joints_goal', False, 'accept trajectories naming a subset '
             'of joints (the others hold their reference)', read_only=True))
@@ -594,8 +596,9 @@ class ComputedTorqueController(Node):
         status = self.sampler.status(t)
         self._set_status(status)
         if status in ('finished', 'holding'):
-            reached = self.sampler.at_goal(self._q, self._qd, t, self.goal_tolerance,
-                                           self.stopped_velocity_tolerance)
+            reached = self.sampler.at_goal(
+                self._q, self._qd, t, self.joint_constraints.goal_position(self.goal_tolerance),
+                self.stopped_velocity_tolerance)
         else:
             reached = False
         if reached != self._goal_reached:

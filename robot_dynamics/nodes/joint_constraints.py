@@ -1,0 +1,94 @@
+"""The per-joint constraints of ros2_controllers' joint_trajectory_controller (JTC), in its
+parameter form: `constraints.<joint>.trajectory` and `constraints.<joint>.goal` for each
+controlled joint (doc/action.md, "Parameters").
+
+- `constraints.<joint>.trajectory` [rad | m]: default path tolerance on the position of the
+  joint while a FollowJointTrajectory goal runs; 0 (the default) = not checked.
+- `constraints.<joint>.goal` [rad | m]: default goal tolerance on its position after the last
+  point; 0 (the default) = the scalar `constraints.goal_tolerance` (which `~/goal_reached`
+  uses too), so that a JTC parameter file works unchanged and the scalar stays the
+  one-value default.
+
+A goal's own `path_tolerance` / `goal_tolerance` entries override these per joint (> 0 sets,
+0 keeps, -1 erases: trajectory_goal.resolve_tolerance). Live-tunable: a goal takes the values
+in force when it is accepted. Negative values are refused (at start-up: one error line naming
+the parameter; `ros2 param set`: the reason names it).
+"""
+
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+
+from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.trajectory_goal import StateTolerances
+
+KINDS = {
+    'trajectory': 'path tolerance on the position of joint {joint} while an action goal '
+                  'runs, unless the goal gives one [rad | m]; 0 = not checked',
+    'goal': 'goal tolerance on the position of joint {joint} after the last point, unless '
+            'the goal gives one [rad | m]; 0 = constraints.goal_tolerance',
+}
+MAXIMUM = 1e3   # rad | m, as constraints.goal_tolerance
+
+
+def parameter_name(joint, kind):
+    return f'constraints.{joint}.{kind}'
+
+
+class JointConstraints:
+    """The `constraints.<joint>.*` parameters of a controller node, declared for `joints`;
+    `trajectory` and `goal` hold their values (n,) in `joints` order."""
+
+    def __init__(self, node, joints):
+        self.joints = tuple(joints)
+        values = {kind: np.zeros(len(self.joints)) for kind in KINDS}
+        self._slots = {}        # parameter name -> (kind, joint index)
+        for i, joint in enumerate(self.joints):
+            for kind, description in KINDS.items():
+                name = parameter_name(joint, kind)
+                self._slots[name] = (kind, i)
+                values[kind][i] = as_float(name, declare(
+                    node, name, 0.0, description.format(joint=joint), minimum=0.0,
+                    maximum=MAXIMUM), minimum=0.0)
+        self.trajectory, self.goal = values['trajectory'], values['goal']
+        node.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def goal_position(self, goal_tolerance):
+        """The goal position tolerance: `constraints.<joint>.goal` where > 0, else the scalar
+        `goal_tolerance`; that float itself when no joint has its own (the fast path of
+        JointTrajectorySampler.at_goal)."""
+        goal = self.goal
+        if not (goal > 0.0).any():
+            return goal_tolerance
+        return np.where(goal > 0.0, goal, goal_tolerance)
+
+    def path_defaults(self):
+        """Default path tolerances of a goal (position only, as JTC)."""
+        n = len(self.joints)
+        return StateTolerances(self.trajectory.copy(), np.zeros(n), np.zeros(n))
+
+    def goal_defaults(self, goal_tolerance, stopped_velocity_tolerance):
+        """Default goal tolerances of a goal: positions as `goal_position`, velocities
+        `stopped_velocity_tolerance` for every joint (as JTC)."""
+        n = len(self.joints)
+        return StateTolerances(np.broadcast_to(self.goal_position(goal_tolerance), n).copy(),
+                               np.full(n, float(stopped_velocity_tolerance)), np.zeros(n))
+
+    def _on_set_parameters(self, parameters):
+        """All or none: a new array per kind, swapped in whole (the control cycle and the
+        action's goal callback read them without a lock)."""
+        values = {'trajectory': self.trajectory.copy(), 'goal': self.goal.copy()}
+        changed = False
+        for parameter in parameters:
+            slot = self._slots.get(parameter.name)
+            if slot is None:
+                continue
+            try:
+                value = as_float(parameter.name, parameter.value, minimum=0.0)
+            except (ConfigurationError, TypeError, ValueError) as error:
+                return SetParametersResult(successful=False, reason=str(error))
+            kind, i = slot
+            values[kind][i] = value
+            changed = True
+        if changed:
+            self.trajectory, self.goal = values['trajectory'], values['goal']
+        return SetParametersResult(successful=True)
