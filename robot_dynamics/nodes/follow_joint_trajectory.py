@@ -1,6 +1,7 @@
 """The controller's `~/follow_joint_trajectory` action server
 (control_msgs/action/FollowJointTrajectory) and its `~/controller_state` topic
-(control_msgs/msg/JointTrajectoryControllerState): doc/action.md.
+(control_msgs/msg/JointTrajectoryControllerState), with `~/query_state` (query_state.py):
+doc/action.md.
 
 control_msgs is optional: without it `attach` returns an interface that does nothing and
 the controller runs on its topics alone (one info line says so).
@@ -22,10 +23,11 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from robot_dynamics.nodes import query_state
 from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare, seconds
 from robot_dynamics.trajectory import InvalidJoints, TrajectoryCommand, TrajectoryRejected
 from robot_dynamics.trajectory_goal import (INVALID_GOAL, joint_tolerances, rejection_code,
-                                            resolve_tolerance, StateTolerances, SUCCESSFUL,
+                                            resolve_tolerance, SUCCESSFUL,
                                             TrajectoryGoalMonitor)
 
 try:
@@ -58,10 +60,12 @@ def attach(node):
         'point [s]; 0 = wait for ever', minimum=0.0, maximum=1e6), minimum=0.0)
     if UNAVAILABLE is not None:
         node.get_logger().info(f'control_msgs cannot be imported ({UNAVAILABLE}): the '
-                               f'~/{ACTION_NAME} action and ~/{STATE_TOPIC} are off; the '
-                               'topics work as before')
+                               f'~/{ACTION_NAME} action, ~/{query_state.SERVICE_NAME} and '
+                               f'~/{STATE_TOPIC} are off; the topics work as before')
         return NoActionInterface()
-    return FollowJointTrajectoryInterface(node, monitor_rate, goal_time)
+    interface = FollowJointTrajectoryInterface(node, monitor_rate, goal_time)
+    query_state.attach(node)                    # ~/query_state
+    return interface
 
 
 class NoActionInterface:
@@ -201,12 +205,13 @@ class FollowJointTrajectoryInterface:
                     f'{field.replace("component_", "")}')
         if not request.trajectory.points:
             raise TrajectoryRejected('trajectory.points: empty (to stop, cancel the goal)')
-        joints, n = node.joints, node.model.n
-        path = joint_tolerances(joints, StateTolerances.uniform(n), request.path_tolerance,
+        joints = node.joints
+        constraints = node.joint_constraints            # constraints.<joint>.* defaults
+        path = joint_tolerances(joints, constraints.path_defaults(), request.path_tolerance,
                                 'path_tolerance')
         goal = joint_tolerances(
-            joints, StateTolerances.uniform(n, node.goal_tolerance,
-                                            node.stopped_velocity_tolerance),
+            joints, constraints.goal_defaults(node.goal_tolerance,
+                                              node.stopped_velocity_tolerance),
             request.goal_tolerance, 'goal_tolerance')
         goal_time = resolve_tolerance(self.goal_time, seconds(request.goal_time_tolerance),
                                       'goal_time_tolerance')
