@@ -326,3 +326,22 @@ def test_a_negative_constraint_at_start_up_is_one_error_naming_it():
                 Parameter('constraints.joint_4.goal', value=-0.01)])
     finally:
         harness.close()
+
+
+@pytest.mark.parametrize('module', ['follow_joint_trajectory', 'query_state'])
+def test_without_the_service_type_query_state_is_off_and_the_controller_runs(monkeypatch,
+                                                                            module):
+    """No control_msgs at all (the action is off too), or one built without the service."""
+    from robot_dynamics.nodes import follow_joint_trajectory, query_state
+    monkeypatch.setattr({'follow_joint_trajectory': follow_joint_trajectory,
+                         'query_state': query_state}[module], 'UNAVAILABLE',
+                        "No module named 'x'")
+    harness = RosHarness(PUMA)
+    try:
+        controller = harness.add(ComputedTorqueController(context=harness.context))
+        assert not any(s.srv_name.endswith('/query_state') for s in controller.services)
+        action_on = module == 'query_state'
+        assert isinstance(controller._action, follow_joint_trajectory.NoActionInterface) != (
+            action_on)
+    finally:
+        harness.close()
