@@ -317,7 +317,8 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         harness.spin_until(lambda: operator.change_state.service_is_ready()
                            and operator.get_state.service_is_ready()
                            and operator.set_parameters.service_is_ready()
-                           or process.poll() is not None, 'the lifecycle services')
+                           or process.poll() is not None, 'the lifecycle services',
+                           wall_limit=150.0)     # a process start and discovery on a busy machine
         assert process.poll() is None
         reachable(harness, operator)
         stream_for(harness, operator, 0.2)
