@@ -10,6 +10,7 @@ the parameters it changed. The module skips only when control_msgs cannot be imp
 """
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -99,9 +100,25 @@ class Operator(Node):
                 and self.parameters.service_is_ready())
 
 
+RESEND_AFTER = 1.0   # s of wall time: a retry, not a limit
+
+
 def call(harness, client, request, what):
-    future = client.call_async(request)
-    harness.spin_until(future.done, what)
+    """The response to `request`, sent again every RESEND_AFTER s until one comes: a client
+    sees a service ready once its requests reach the server, which may be before the
+    server's responses can reach the client (a response sent before then is lost). Every
+    request here is idempotent (a query, or setting a parameter to a value)."""
+    future, sent = client.call_async(request), time.monotonic()
+
+    def answered():
+        nonlocal future, sent
+        if future.done():
+            return True
+        if time.monotonic() - sent > RESEND_AFTER:
+            client.remove_pending_request(future)
+            future, sent = client.call_async(request), time.monotonic()
+        return False
+    harness.spin_until(answered, what)
     return future.result()
 
 
