@@ -34,8 +34,8 @@ def attach(node):
                                lambda request, response: answer(node, request, response))
 
 
-def refusal(node, t):
-    """Why the controller cannot say what it commands at t now, or None."""
+def refusal(node):
+    """Why the controller cannot say now what it commands, or None."""
     state = getattr(node, 'lifecycle_state', 'active')     # controller_managed
     if state != 'active':
         return f'the controller is {state} (activate it first)'
@@ -52,7 +52,7 @@ def answer(node, request, response):
     response.name = list(node.joints)
     try:
         t = seconds(request.time)
-        why = refusal(node, t)
+        why = refusal(node)
         if why is None:
             reference = node.sampler.query(t)
     except OutsideTrajectory as error:
