@@ -23,6 +23,28 @@ os.environ['ROS_DOMAIN_ID'] = str(1 + os.getpid() % 200)
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 
+def call_service(harness, client, request, what, resend_after=None, while_waiting=None):
+    """The response to `request`. A client sees a service ready once its requests reach the
+    server, which may be before the server's responses can reach the client (a response
+    sent before then is lost): an idempotent request may be sent again every
+    `resend_after` s until one is answered. `while_waiting()` runs at every spin (e.g. a
+    robot that keeps publishing its state)."""
+    future, sent = client.call_async(request), time.monotonic()
+
+    def answered():
+        nonlocal future, sent
+        if while_waiting is not None:
+            while_waiting()
+        if future.done():
+            return True
+        if resend_after is not None and time.monotonic() - sent > resend_after:
+            client.remove_pending_request(future)
+            future, sent = client.call_async(request), time.monotonic()
+        return False
+    harness.spin_until(answered, what)
+    return future.result()
+
+
 class RosHarness:
     """One rclpy context and executor; nodes added with `add` are destroyed at the end."""
 

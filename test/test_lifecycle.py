@@ -23,7 +23,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
-from ros_testing import doubles, move_to, PUMA, REPO, resting_state, RosHarness
+from ros_testing import (call_service, doubles, move_to, PUMA, REPO, resting_state,
+                          RosHarness)
 
 lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -84,24 +85,8 @@ class Operator(Node):
 
 
 def call(harness, operator, client, request, what, resend_after=None):
-    """Send `request` while the robot keeps publishing states; the response. An idempotent
-    request may be sent again every `resend_after` s: a client sees the service ready
-    once its request reaches the server, which may be before the response can come back
-    (a response sent before then is lost)."""
-    future = client.call_async(request)
-    sent = time.monotonic()
-
-    def answered():
-        nonlocal future, sent
-        operator.send_state()
-        if future.done():
-            return True
-        if resend_after is not None and time.monotonic() - sent > resend_after:
-            client.remove_pending_request(future)
-            future, sent = client.call_async(request), time.monotonic()
-        return False
-    harness.spin_until(answered, what)
-    return future.result()
+    """Send `request` while the robot keeps publishing states; the response."""
+    return call_service(harness, client, request, what, resend_after, operator.send_state)
 
 
 def transition(harness, operator, label):

@@ -10,7 +10,6 @@ the parameters it changed. The module skips only when control_msgs cannot be imp
 """
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -30,7 +29,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from ros_testing import double, doubles, PUMA, RosHarness, SIM, string  # noqa: E402,I100
+from ros_testing import (call_service, double, doubles, PUMA, RosHarness, SIM,  # noqa: E402,I100
+                          string)
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController  # noqa
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
@@ -104,22 +104,9 @@ RESEND_AFTER = 1.0   # s of wall time: a retry, not a limit
 
 
 def call(harness, client, request, what):
-    """The response to `request`, sent again every RESEND_AFTER s until one comes: a client
-    sees a service ready once its requests reach the server, which may be before the
-    server's responses can reach the client (a response sent before then is lost). Every
-    request here is idempotent (a query, or setting a parameter to a value)."""
-    future, sent = client.call_async(request), time.monotonic()
-
-    def answered():
-        nonlocal future, sent
-        if future.done():
-            return True
-        if time.monotonic() - sent > RESEND_AFTER:
-            client.remove_pending_request(future)
-            future, sent = client.call_async(request), time.monotonic()
-        return False
-    harness.spin_until(answered, what)
-    return future.result()
+    """The response; every request here is idempotent (a query, or setting a parameter to a
+    value), so it is sent again every RESEND_AFTER s until answered."""
+    return call_service(harness, client, request, what, RESEND_AFTER)
 
 
 def query(harness, operator, t):
