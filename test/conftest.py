@@ -7,6 +7,7 @@ works because pytest puts this directory on sys.path); keep its signature stable
 import glob
 import math
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -162,20 +163,58 @@ def both(function, *args, **kwargs):
             with_backend('reference', function, *args, **kwargs))
 
 
-_modules_seen = []
+
+DOMAINS = range(1, 231)     # ROS_DOMAIN_ID values whose DDS ports are valid on Linux
+_domain = {'lock': None, 'claims': 0}
+
+
+def _claim_free_domain():
+    """A domain id no other test process on this machine holds (a lock file per id in the
+    temporary directory, held while the module runs); successive claims of a process walk
+    through all ids, so a module does not get the id of a recent one. None if file locks
+    are unavailable."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    _domain['claims'] += 1
+    start = os.getpid() + 7 * _domain['claims']       # 7 and 230 are coprime
+    for k in range(len(DOMAINS)):
+        domain = DOMAINS[(start + 7 * k) % len(DOMAINS)]
+        path = os.path.join(tempfile.gettempdir(), f'robot_dynamics_test_domain_{domain}.lock')
+        try:
+            handle = open(path, 'a')
+        except OSError:                 # another user's lock file: taken for us
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _domain['lock'] = handle
+        return domain
+    return None
 
 
 @pytest.fixture(scope='module', autouse=True)
 def private_dds_domain():
     """Each test module on its own DDS domain (ROS_DOMAIN_ID, read by rclpy.init and
-    inherited by the processes a test starts): a node or process a previous module left
-    behind (a late /clock tick, a late reply) cannot reach this module's nodes.
-    1..230 stays within the domain ids whose ports are valid on Linux."""
+    inherited by the processes a test starts), held exclusively against other test runs on
+    the machine (e.g. the Kilted and the Jazzy suite at once) and changed between modules,
+    so that nothing another run, or a previous module, left running reaches this module's
+    nodes."""
     previous = os.environ.get('ROS_DOMAIN_ID')
-    _modules_seen.append(None)
-    os.environ['ROS_DOMAIN_ID'] = str(1 + (os.getpid() + 37 * len(_modules_seen)) % 230)
-    yield
-    if previous is None:
-        os.environ.pop('ROS_DOMAIN_ID', None)
-    else:
-        os.environ['ROS_DOMAIN_ID'] = previous
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    domain = _claim_free_domain()
+    if domain is not None:
+        os.environ['ROS_DOMAIN_ID'] = str(domain)
+    try:
+        yield
+    finally:
+        if _domain['lock'] is not None:
+            _domain['lock'].close()         # releases the lock
+            _domain['lock'] = None
+        if previous is None:
+            os.environ.pop('ROS_DOMAIN_ID', None)
+        else:
+            os.environ['ROS_DOMAIN_ID'] = previous

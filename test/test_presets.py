@@ -68,11 +68,10 @@ def test_presets_load_as_ros_parameters_with_double_and_string_arrays(monkeypatc
     """Through rcl's own parameter-file parser (`--ros-args --params-file`, as the nodes
     get it), every numeric list is a double array and the names are string arrays. (A
     list mixing ints and floats would be refused or mistyped.) No DDS traffic: the node
-    only reads its parameter overrides, in a private domain."""
+    only reads its parameter overrides, in the module's private domain (conftest)."""
     rclpy = pytest.importorskip('rclpy')
     from rclpy.node import Node
     from rclpy.parameter import Parameter
-    monkeypatch.setenv('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     for name in PRESETS:
         context = rclpy.Context()

@@ -19,7 +19,6 @@ from robot_dynamics.profiles import sample_profile  # noqa: E402
 from robot_dynamics.trajectory import TrajectoryCommand  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOMAIN_ID = 1 + os.getpid() % 200             # private DDS domain per test process
 PREFIX = f'/send_trajectory_test_{os.getpid()}'
 GUARD = 60.0                                    # seconds; a hang guard, not an assertion
 
@@ -27,10 +26,9 @@ GUARD = 60.0                                    # seconds; a hang guard, not an 
 @pytest.fixture
 def ros(monkeypatch):
     """A private rclpy context and node on this process's domain, destroyed afterwards."""
-    monkeypatch.setenv('ROS_DOMAIN_ID', str(DOMAIN_ID))
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    rclpy.init(context=context)   # the module's private ROS_DOMAIN_ID (conftest)
     node = rclpy.create_node('send_trajectory_test', context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -43,8 +41,7 @@ def ros(monkeypatch):
 
 
 def launch(*arguments):
-    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID),
-               ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     return subprocess.Popen(
         [sys.executable, '-m', 'robot_dynamics.nodes.send_trajectory', *arguments],
