@@ -1,8 +1,9 @@
-"""Helpers for the tests that talk over DDS: a private domain per test process, localhost
-discovery, one rclpy context per test, and spinning until something has happened.
+"""Helpers for the tests that talk over DDS: localhost discovery, one rclpy context per
+test, spinning until something has happened, service calls that survive a lost response.
 
-`ros_harness` (a fixture in the test modules) builds on `RosHarness`; importing this module
-sets ROS_DOMAIN_ID and ROS_AUTOMATIC_DISCOVERY_RANGE before any rclpy.init.
+Each test module runs on a DDS domain of its own (conftest.py's `private_dds_domain`);
+importing this module also sets a ROS_DOMAIN_ID per process and
+ROS_AUTOMATIC_DISCOVERY_RANGE before any rclpy.init, for use outside pytest.
 """
 
 import os
