@@ -291,12 +291,30 @@ class PayloadEstimator:
     cutoff_frequency [Hz] of the row filter; max_condition, min_samples, max_mass_std [kg]
     and length_scale [m]: the excitation test above; max_gap [s]: a longer interval
     between samples forms no row; block: samples per processing step (0: only on
-    `update`/`estimate`); friction_velocity [rad/s | m/s]: see Coulomb friction above.
+    `update`/`estimate`); friction_velocity [rad/s | m/s]: see Coulomb friction above;
+    method: 'ls' (least squares, above) or 'iv' (instrumental variables, below).
+
+    **Instrumental variables** (``method='iv'``). Noise on the measured q and q̇ enters Y
+    itself (errors in variables), which biases least squares. With 'iv' every sample also
+    carries the reference the controller tracks, (q_d, q̇_d, q̈_d) of the same cycle;
+    its regressor Z, built with the same mid-period/ZOH construction (mean reference
+    acceleration over the period) and the same filter and decimation, is the instrument:
+    correlated with Y, not with the measurement noise (A. Janot, P.-O. Vandanjon &
+    M. Gautier, "A Generic Instrumental Variable Approach for Industrial Robot
+    Identification", IEEE Trans. Control Systems Technology 22(1), 2014). Per joint
+    ZᵀY, Zᵀy and ZᵀZ are summed; θ = (Σ_j Z_jᵀY_j/σ_j²)⁻¹ Σ_j Z_jᵀy_j/σ_j², σ_j² from the
+    IV residual, and its covariance is the IV sandwich M⁻¹ (Σ_j Z_jᵀZ_j/σ_j²) M⁻ᵀ with
+    M = Σ_j Z_jᵀY_j/σ_j². The condition number is that of the weighted instruments (what
+    the planned motion excites, on the scale of least squares's); a singular M also
+    makes it inf. `add` without a reference is refused.
     """
 
     def __init__(self, model, cutoff_frequency=5.0, max_condition=300.0, min_samples=100,
                  max_mass_std=0.05, length_scale=0.1, max_gap=0.1, block=20,
-                 friction_velocity=0.05):
+                 friction_velocity=0.05, method='ls'):
+        if method not in ('ls', 'iv'):
+            raise ValueError(f"method: must be 'ls' or 'iv', got {method!r}")
+        self.method = method
         self.model = model
         self._model0 = model.with_payload()
         self.cutoff_frequency = _positive('cutoff_frequency', cutoff_frequency)
@@ -325,17 +343,43 @@ class PayloadEstimator:
         self._b = np.zeros((n, 10))
         self._yy = np.zeros(n)
         self._rows = 0
+        self._zstage1 = np.zeros((n, 10))
+        self._zstage2 = np.zeros((n, 10))
+        self._ZY = np.zeros((n, 10, 10))
+        self._Zy = np.zeros((n, 10))
+        self._ZZ = np.zeros((n, 10, 10))
 
     @property
     def samples(self):
         """Filtered rows kept so far (per joint)."""
         return self._rows
 
-    def add(self, t, q, qd, tau):
+    def add(self, t, q, qd, tau, reference=None):
         """One control cycle: time t [s] (increasing), measured q, q̇ (n,) and the effort
-        τ (n,) applied from t on. Raises ValueError naming the field for a wrong shape, a
-        non-finite value or a time that does not increase; nothing is stored then."""
+        τ (n,) applied from t on; reference: (q_d, q̇_d, q̈_d) tracked in this cycle
+        (required with method 'iv', ignored by 'ls'). Raises ValueError naming the field
+        for a wrong shape, a non-finite value, a missing reference or a time that does
+        not increase; nothing is stored then."""
         n = self.model.n
+        if self.method == 'iv':
+            if reference is None:
+                raise ValueError("reference: method 'iv' needs the reference (q_d, qd_d, "
+                                 "qdd_d) of every sample")
+            if len(reference) != 3:
+                raise ValueError(f'reference: expected (q_d, qd_d, qdd_d), got '
+                                 f'{len(reference)} arrays')
+            checked = []
+            for name, value in zip(('reference.q', 'reference.qd', 'reference.qdd'),
+                                   reference):
+                array = np.asarray(value, dtype=float)
+                if array.shape != (n,):
+                    raise ValueError(f'{name}: expected shape ({n},), got {array.shape}')
+                if not np.all(np.isfinite(array)):
+                    raise ValueError(f'{name}: non-finite value in {array}')
+                checked.append(array.copy())
+            reference = tuple(checked)
+        else:
+            reference = None
         t = float(t)
         if not math.isfinite(t):
             raise ValueError(f't: non-finite time {t}')
@@ -350,13 +394,14 @@ class PayloadEstimator:
         if self._previous is not None and t <= self._previous[0]:
             raise ValueError(f't: time {t} s does not increase (previous sample at '
                              f'{self._previous[0]} s)')
-        previous, self._previous = self._previous, (t, *values)
+        previous, self._previous = self._previous, (t, *values, reference)
         if previous is None:
             return
         dt = t - previous[0]
         if dt > self.max_gap:      # a lost sample or a pause: no mean acceleration to form
             return
-        self._pending.append((dt, previous[1], values[0], previous[2], values[1], previous[3]))
+        self._pending.append((dt, previous[1], values[0], previous[2], values[1], previous[3],
+                              previous[4], reference))
         if self.block and len(self._pending) >= self.block:
             self._process()
 
@@ -369,7 +414,9 @@ class PayloadEstimator:
     def _process(self):
         if not self._pending:
             return
-        dt, q0, q1, qd0, qd1, tau = (np.array(column) for column in zip(*self._pending))
+        columns = list(zip(*self._pending))
+        dt, q0, q1, qd0, qd1, tau = (np.array(column) for column in columns[:6])
+        references = columns[6:]
         self._pending = []
         q_mid, qd_mid, qdd = 0.5 * (q0 + q1), 0.5 * (qd0 + qd1), (qd1 - qd0) / dt[:, None]
         Y = payload_regressor(self.model, q_mid, qd_mid, qdd)
@@ -384,12 +431,23 @@ class PayloadEstimator:
         slow = (np.sign(qd0) != np.sign(qd1)) | (
             np.minimum(np.abs(qd0), np.abs(qd1)) < self.friction_velocity)
         rows[slow & (self._model0.coulomb_friction > 0.0)] = 0.0
+        instruments = None
+        if self.method == 'iv':
+            r0 = [np.array([r[i] for r in references[0]]) for i in range(3)]
+            r1 = [np.array([r[i] for r in references[1]]) for i in range(3)]
+            instruments = payload_regressor(self.model, 0.5 * (r0[0] + r1[0]),
+                                            0.5 * (r0[1] + r1[1]),
+                                            (r1[1] - r0[1]) / dt[:, None]) * self._scale
+            instruments[slow & (self._model0.coulomb_friction > 0.0)] = 0.0
         alpha = -np.expm1(-2.0 * math.pi * self.cutoff_frequency * dt)
         keep_every = 0.25 / self.cutoff_frequency
         s1, s2 = self._stage1, self._stage2
         for k in range(rows.shape[0]):
             s1 += alpha[k] * (rows[k] - s1)
             s2 += alpha[k] * (s1 - s2)
+            if instruments is not None:
+                self._zstage1 += alpha[k] * (instruments[k] - self._zstage1)
+                self._zstage2 += alpha[k] * (self._zstage1 - self._zstage2)
             self._since_kept += dt[k]
             if self._since_kept >= keep_every:
                 self._since_kept = 0.0
@@ -398,6 +456,11 @@ class PayloadEstimator:
                 self._b += Yf * yf[:, None]
                 self._yy += yf * yf
                 self._rows += 1
+                if instruments is not None:
+                    Zf = self._zstage2
+                    self._ZY += np.einsum('ji,jk->jik', Zf, Yf)
+                    self._Zy += Zf * yf[:, None]
+                    self._ZZ += np.einsum('ji,jk->jik', Zf, Zf)
 
     def estimate(self):
         """The current `PayloadEstimate` (processes the samples still buffered)."""
@@ -406,7 +469,10 @@ class PayloadEstimator:
         if rows * n < 10:
             return self._unusable(f'not excited: {rows} samples kept, need at least '
                                   f'{self.min_samples}')
-        theta, cov, cond = self._weighted_solution()
+        if self.method == 'iv':
+            theta, cov, cond = self._instrumental_solution()
+        else:
+            theta, cov, cond = self._weighted_solution()
         pi = theta * self._scale
         cov = cov * np.outer(self._scale, self._scale)
         std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
@@ -448,6 +514,31 @@ class PayloadEstimator:
         b_w = b.T @ (1.0 / variance)
         theta, cov, cond = _solve(A_w, b_w)
         return theta, cov, cond
+
+    def _residual_variance(self, theta):
+        """Per-joint residual variance of the measured rows at θ (floored)."""
+        A, b, yy, rows = self._A, self._b, self._yy, self._rows
+        rss = yy - 2.0 * b @ theta + np.einsum('i,jik,k->j', theta, A, theta)
+        variance = np.clip(rss, 0.0, None) / max(rows - 10.0 / self.model.n, 1.0)
+        floor = 1e-12 * max(float(np.max(yy)) / rows, 1e-300)
+        return np.maximum(variance, max(floor, 1e-6 * float(np.max(variance))))
+
+    def _instrumental_solution(self):
+        """θ (scaled π) of the instrumental-variable estimate, its sandwich covariance
+        and the condition number of the weighted instruments."""
+        theta = np.zeros(10)
+        for weights in (np.ones(self.model.n), None):
+            if weights is None:
+                weights = 1.0 / self._residual_variance(theta)
+            M = np.einsum('jik,j->ik', self._ZY, weights)
+            ZZ = np.einsum('jik,j->ik', self._ZZ, weights)
+            cond = _solve(ZZ, np.zeros(10))[2]
+            if not math.isfinite(cond) or np.linalg.cond(M) > 1e12:
+                nan = np.full((10, 10), math.inf)
+                return np.zeros(10), nan, math.inf
+            theta = np.linalg.solve(M, self._Zy.T @ weights)
+        M_inv = np.linalg.inv(M)
+        return theta, M_inv @ ZZ @ M_inv.T, cond
 
     def _unusable(self, reason):
         nan3 = np.full(3, math.nan)
@@ -679,7 +770,7 @@ def identify_in_closed_loop(plant, model, reference, duration, q0, kp, kd,
     def controller(t, q, qd):
         nonlocal next_report
         tau = np.clip(law.effort(q, qd, *reference(t)), -limits, limits)
-        estimator.add(t, q, qd, tau)
+        estimator.add(t, q, qd, tau, reference=reference(t))
         if next_report is not None and t >= next_report - 1e-9:
             history.append((t, estimator.estimate()))
             next_report += report_period
