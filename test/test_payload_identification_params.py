@@ -135,3 +135,24 @@ def test_messages_of_an_unusable_estimate_carry_the_reason_and_no_nan_inertia():
     _, status = estimate_messages(estimate(-0.1, True, False, 'not physically consistent: '
                                            'mass -0.1 kg is negative'), True)
     assert status.level == DiagnosticStatus.WARN and 'negative' in status.message
+
+
+def test_method_iv_reaches_the_estimator_and_a_bad_method_is_named():
+    harness = RosHarness(PUMA, ros_args=['-p', 'identification.method:=iv'])
+    try:
+        node = harness.add(ComputedTorqueController(context=harness.context))
+        assert node.identification.estimator.method == 'iv'
+        node.set_parameters([Parameter('identification.enabled', value=True)])
+        q, tau = np.zeros(6), np.ones(6)
+        for k in range(60):
+            node.identification.record(0.01 * k, q, q, tau, (q, q, q))
+        node.identification.update()
+        assert node.identification.estimator.samples > 0
+    finally:
+        harness.close()
+    harness = RosHarness(PUMA, ros_args=['-p', 'identification.method:=tls'])
+    try:
+        with pytest.raises(ConfigurationError, match='identification.method'):
+            ComputedTorqueController(context=harness.context)
+    finally:
+        harness.close()

@@ -534,7 +534,8 @@ class ComputedTorqueController(Node):
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
         self._publish_command(tau)          # first: the reaction latency ends here
-        self.identification.record(t, self._q, self._qd, tau)
+        self.identification.record(t, self._q, self._qd, tau, (
+            reference.positions, reference.velocities, reference.accelerations))
         self._update_status(t)
         self._action.after_cycle(t, reference, self._q, self._qd)
         if self.publish_state and self._state_due(t):

@@ -41,7 +41,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from robot_dynamics.identification import PayloadEstimator
-from robot_dynamics.nodes.ros_params import as_bool, as_float, ConfigurationError, declare
+from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, ConfigurationError,
+                                              declare)
 
 __all__ = ['PayloadIdentification', 'estimate_messages']
 
@@ -100,6 +101,10 @@ class PayloadIdentification:
             options[name] = as_float(f'identification.{name}', declare(
                 node, f'identification.{name}', float(defaults[name].default), description,
                 read_only=True, minimum=0.0, maximum=1e9), positive=True)
+        options['method'] = as_choice('identification.method', declare(
+            node, 'identification.method', defaults['method'].default, "'ls' (least "
+            "squares) or 'iv' (instrumental variables: the tracked reference as instrument, "
+            'robust to noise on the measured q and q̇)', read_only=True), ('ls', 'iv'))
         self.enabled = as_bool('identification.enabled', declare(
             node, 'identification.enabled', False, 'record every control cycle and publish '
             'the payload estimate; switching on starts from no samples; settable at runtime'))
@@ -127,13 +132,16 @@ class PayloadIdentification:
 
     # ------------------------------------------------------------------ hot path
 
-    def record(self, t, q, qd, tau):
-        """One control cycle: the measured state at t and the effort commanded from t on.
+    def record(self, t, q, qd, tau, reference=None):
+        """One control cycle: the measured state at t, the effort commanded from t on and
+        the reference (q_d, q̇_d, q̈_d) tracked (needed by method 'iv').
         A cycle at the same t as the last (a state published again, e.g. by a lock-step
         simulator that waited for its command) is the same sample: skipped."""
         if self.enabled and t != self._last_t:
             self._last_t = t
-            self._samples.append((t, q.copy(), qd.copy(), tau.copy()))
+            if reference is not None:
+                reference = tuple(np.array(value, dtype=float) for value in reference)
+            self._samples.append((t, q.copy(), qd.copy(), tau.copy(), reference))
 
     # ------------------------------------------------------------------ estimator
 
@@ -141,14 +149,14 @@ class PayloadIdentification:
         """Feed the recorded samples to the estimator and refresh `estimate`; returns it."""
         with self._lock:
             samples, self._samples = self._samples, []
-            for t, q, qd, tau in samples:
+            for t, q, qd, tau, reference in samples:
                 try:
-                    self.estimator.add(t, q, qd, tau)
+                    self.estimator.add(t, q, qd, tau, reference)
                 except ValueError as error:   # time went back (clock reset): start again
                     self._node.get_logger().warning(
                         f'payload identification: {error}; samples so far dropped')
                     self.estimator.reset()
-                    self.estimator.add(t, q, qd, tau)
+                    self.estimator.add(t, q, qd, tau, reference)
             if samples or self.estimate is None:
                 self.estimate = self.estimator.estimate()
             return self.estimate
