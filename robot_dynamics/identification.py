@@ -368,29 +368,14 @@ class PayloadEstimator:
             if len(reference) != 3:
                 raise ValueError(f'reference: expected (q_d, qd_d, qdd_d), got '
                                  f'{len(reference)} arrays')
-            checked = []
-            for name, value in zip(('reference.q', 'reference.qd', 'reference.qdd'),
-                                   reference):
-                array = np.asarray(value, dtype=float)
-                if array.shape != (n,):
-                    raise ValueError(f'{name}: expected shape ({n},), got {array.shape}')
-                if not np.all(np.isfinite(array)):
-                    raise ValueError(f'{name}: non-finite value in {array}')
-                checked.append(array.copy())
-            reference = tuple(checked)
+            reference = _checked_arrays(zip(('reference.q', 'reference.qd',
+                                             'reference.qdd'), reference), n)
         else:
             reference = None
         t = float(t)
         if not math.isfinite(t):
             raise ValueError(f't: non-finite time {t}')
-        values = []
-        for name, value in (('q', q), ('qd', qd), ('tau', tau)):
-            array = np.asarray(value, dtype=float)
-            if array.shape != (n,):
-                raise ValueError(f'{name}: expected shape ({n},), got {array.shape}')
-            if not np.all(np.isfinite(array)):
-                raise ValueError(f'{name}: non-finite value in {array}')
-            values.append(array.copy())
+        values = list(_checked_arrays((('q', q), ('qd', qd), ('tau', tau)), n))
         if self._previous is not None and t <= self._previous[0]:
             raise ValueError(f't: time {t} s does not increase (previous sample at '
                              f'{self._previous[0]} s)')
@@ -545,6 +530,19 @@ class PayloadEstimator:
         return PayloadEstimate(math.nan, nan3, np.full(6, math.nan), np.full(10, math.nan),
                                np.full(10, math.nan), np.full((10, 10), math.nan), math.nan,
                                nan3, math.inf, self._rows * self.model.n, False, False, reason)
+
+
+def _checked_arrays(named_values, n):
+    """Copies of the (name, value) arrays as float (n,), or ValueError naming the field."""
+    out = []
+    for name, value in named_values:
+        array = np.asarray(value, dtype=float)
+        if array.shape != (n,):
+            raise ValueError(f'{name}: expected shape ({n},), got {array.shape}')
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f'{name}: non-finite value in {array}')
+        out.append(array.copy())
+    return tuple(out)
 
 
 def _nearest_consistent(pi, std, mass_tolerance, inertia_tolerance):
