@@ -415,7 +415,8 @@ class PayloadEstimator:
         # are unaffected: friction acts per joint)
         slow = (np.sign(qd0) != np.sign(qd1)) | (
             np.minimum(np.abs(qd0), np.abs(qd1)) < self.friction_velocity)
-        rows[slow & (self._model0.coulomb_friction > 0.0)] = 0.0
+        stiction = slow & (self._model0.coulomb_friction > 0.0)
+        rows[stiction] = 0.0
         instruments = None
         if self.method == 'iv':
             r0 = [np.array([r[i] for r in references[0]]) for i in range(3)]
@@ -423,7 +424,7 @@ class PayloadEstimator:
             instruments = payload_regressor(self.model, 0.5 * (r0[0] + r1[0]),
                                             0.5 * (r0[1] + r1[1]),
                                             (r1[1] - r0[1]) / dt[:, None]) * self._scale
-            instruments[slow & (self._model0.coulomb_friction > 0.0)] = 0.0
+            instruments[stiction] = 0.0
         alpha = -np.expm1(-2.0 * math.pi * self.cutoff_frequency * dt)
         keep_every = 0.25 / self.cutoff_frequency
         s1, s2 = self._stage1, self._stage2
@@ -489,12 +490,9 @@ class PayloadEstimator:
     def _weighted_solution(self):
         """θ (scaled π), its covariance and the condition number: ordinary least squares,
         per-joint residual variances, then least squares weighted by them."""
-        A, b, yy, rows = self._A, self._b, self._yy, self._rows
+        A, b = self._A, self._b
         theta = _solve(A.sum(axis=0), b.sum(axis=0))[0]
-        rss = yy - 2.0 * b @ theta + np.einsum('i,jik,k->j', theta, A, theta)
-        variance = np.clip(rss, 0.0, None) / max(rows - 10.0 / self.model.n, 1.0)
-        floor = 1e-12 * max(float(np.max(yy)) / rows, 1e-300)
-        variance = np.maximum(variance, max(floor, 1e-6 * float(np.max(variance))))
+        variance = self._residual_variance(theta)
         A_w = np.einsum('jik,j->ik', A, 1.0 / variance)
         b_w = b.T @ (1.0 / variance)
         theta, cov, cond = _solve(A_w, b_w)
@@ -519,8 +517,7 @@ class PayloadEstimator:
             ZZ = np.einsum('jik,j->ik', self._ZZ, weights)
             cond = _solve(ZZ, np.zeros(10))[2]
             if not math.isfinite(cond) or np.linalg.cond(M) > 1e12:
-                nan = np.full((10, 10), math.inf)
-                return np.zeros(10), nan, math.inf
+                return np.zeros(10), np.full((10, 10), math.inf), math.inf
             theta = np.linalg.solve(M, self._Zy.T @ weights)
         M_inv = np.linalg.inv(M)
         return theta, M_inv @ ZZ @ M_inv.T, cond
