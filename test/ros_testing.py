@@ -17,6 +17,11 @@ pytest.importorskip('rclpy.executors')
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
 SIM = os.path.join(REPO, 'config', 'sim.yaml')
+# -p overrides widening config/puma560.yaml's position limits to +-2 pi, as config/sim.yaml
+# does for the plant and the controller: [LEE]'s start pose (q3 = 90 deg) is beyond the
+# preset's joint-3 range, where the plant's mechanical stops would refuse to start.
+TWO_PI = 6.283185307179586
+WIDE_LIMITS = (f'robot.position_min:={[-TWO_PI] * 6}', f'robot.position_max:={[TWO_PI] * 6}')
 WALL_LIMIT = 120.0  # s: a safety net against hangs (generous: a loaded CI machine), not a timing assertion
 
 # Unique per test process (pytest-xdist workers and parallel runs included).
