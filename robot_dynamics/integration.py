@@ -91,8 +91,13 @@ def step(model, q, qd, tau, dt, method='rk4'):
 # bound μ ≤ s is reached only by fully coupled joints) and resolves one contact in
 # 1 / (ω h) = 5 steps per time constant. Penetration: at most v / (e ω) after an impact at
 # speed v (e.g. 1.8 mrad per rad/s at h = 1 ms), plus τ / k under a steady effort τ.
+# A light joint with a strong drive (the PUMA 560's wrist without rotor inertia:
+# k_6 = 2 N m/rad at h = 1 ms) could push far into such a spring: MAX_PENETRATION is a hard
+# end behind it, an inelastic stop (the joint is put back to it and loses its outward
+# velocity), so no effort winds a joint up.
 STOP_OMEGA_H = 0.2
 STOP_DAMPING_RATIO = 1.0
+MAX_PENETRATION = 0.05   # rad | m beyond a limit
 GAINS_REUSE = 0.01   # rad | m: the stop gains are recomputed when a joint moved further
 
 
@@ -102,10 +107,13 @@ class JointStops:
     `step(stepper, model, q, qd, tau, dt)` integrates one step of `stepper` (a METHODS
     entry) with the stops' efforts inside the dynamics and returns (q, q̇, stop effort at
     the end of the step (n,)). Far from the stops (start and end of the plain step inside
-    the limits) it is the plain step, unchanged (bit for bit); otherwise the step is redone with the
-    stop efforts added to τ at every stage (RK4) or evaluation (Euler)."""
+    the limits) it is the plain step, unchanged (bit for bit); otherwise the step is redone
+    with the stop efforts added to τ at every stage (RK4) or evaluation (Euler), and a joint
+    more than `max_penetration` beyond its limit is put back there without its outward
+    velocity."""
 
-    def __init__(self, lower, upper, omega_h=STOP_OMEGA_H, damping_ratio=STOP_DAMPING_RATIO):
+    def __init__(self, lower, upper, omega_h=STOP_OMEGA_H, damping_ratio=STOP_DAMPING_RATIO,
+                 max_penetration=MAX_PENETRATION):
         self.lower = np.array(lower, dtype=float)
         self.upper = np.array(upper, dtype=float)
         if self.lower.shape != self.upper.shape or self.lower.ndim != 1:
@@ -115,6 +123,7 @@ class JointStops:
                 or not (self.lower < self.upper).all():
             raise ValueError('JointStops: every lower limit must be below its upper limit')
         self.omega_h = float(omega_h)
+        self.max_penetration = float(max_penetration)
         self.damping_ratio = float(damping_ratio)
         self.any = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self._gains = None       # (model, dt, q, k, c) of the last `gains`
@@ -190,4 +199,11 @@ class JointStops:
             k4v = acceleration(q + dt * k3q, k4q)
             q_next = q + dt / 6.0 * (qd + 2.0 * k2q + 2.0 * k3q + k4q)
             qd_next = qd + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+        over = q_next > self.upper + self.max_penetration
+        under = q_next < self.lower - self.max_penetration
+        if over.any() or under.any():        # the hard end: inelastic
+            q_next = np.clip(q_next, self.lower - self.max_penetration,
+                             self.upper + self.max_penetration)
+            qd_next = np.where(over, np.minimum(qd_next, 0.0),
+                               np.where(under, np.maximum(qd_next, 0.0), qd_next))
         return q_next, qd_next, self.effort(q_next, qd_next, k, c)

@@ -55,7 +55,8 @@ def test_a_free_running_arm_stays_within_its_stops_and_gains_no_energy(puma, dt)
     positions, energies, peak = free_run(puma, 5.0, dt)
     beyond = np.maximum(positions - puma.position_max, puma.position_min - positions)
     assert (peak > 0.0).all()                    # every joint has hit a stop
-    assert beyond.max() <= PENETRATION_PER_STEP * dt
+    # at 5 ms the spring alone lets the wrist 0.15 rad in: the hard end holds it at 0.05 rad
+    assert beyond.max() <= min(PENETRATION_PER_STEP * dt, integration.MAX_PENETRATION) + 1e-12
     # T + U never rises above its start (the stops' spring energy is >= 0 on top of it);
     # the contacts dissipate: the arm ends with far less energy than it started with
     assert energies.max() <= energies[0] + 1e-6 * abs(energies[0])
@@ -139,3 +140,19 @@ def test_bad_limits_are_refused():
         integration.JointStops([1.0], [0.0])
     with pytest.raises(ValueError, match='shape'):
         integration.JointStops([0.0, 0.0], [1.0])
+
+
+def test_a_drive_stronger_than_the_spring_meets_the_hard_end(puma):
+    """The PUMA's wrist joint 6 (no rotor inertia: its stop spring is k = 2 N m/rad at 1 ms)
+    pushed into its upper stop with its full effort_max (21.3 N m, 10 rad of spring
+    penetration): it stops MAX_PENETRATION beyond the limit, at rest."""
+    stops = integration.JointStops(puma.position_min, puma.position_max)
+    q = np.array([0.0, 0.3, -0.5, 0.0, 0.0, puma.position_max[5] - 0.01])
+    qd = np.zeros(6)
+    tau = dynamics.gravity_torques(puma, q)
+    tau[5] = puma.effort_max[5]
+    for _ in range(1000):
+        q, qd, stop = stops.step(integration.rk4_step, puma, q, qd, tau, 0.001)
+        assert q[5] - puma.position_max[5] <= integration.MAX_PENETRATION + 1e-12
+    assert q[5] - puma.position_max[5] == pytest.approx(integration.MAX_PENETRATION)
+    assert abs(qd[5]) < 1e-6 and stop[5] < 0.0

@@ -223,7 +223,8 @@ def joint_list(joints):
 
 class ControllerDiagnostics(Diagnostics):
     """The controller's status: its loop, the state watchdog (state_timeout), the joints
-    clipped to effort_limits, the trajectory status. A managed controller that is not
+    outside their position limits (and by how much), the joints clipped to effort_limits,
+    the trajectory status. A managed controller that is not
     active reports OK with its lifecycle state."""
 
     def __init__(self, node):
@@ -250,6 +251,11 @@ class ControllerDiagnostics(Diagnostics):
         if self.paced:
             report.add('late cycles', self.paced)
         report.add('watchdog', self._watchdog(report))
+        if node._ready:
+            outside = node.sampler.describe_outside(node._q)
+            report.add('outside position limits', outside or 'none')
+            if outside:
+                report.flag(WARN, f'outside the position limits: {outside}')
         saturated = node._saturated_cycles - self._saturated_cycles
         self._saturated_cycles = node._saturated_cycles
         report.add('saturated joints', joint_list(sorted(self.saturated_joints)))
