@@ -6,7 +6,6 @@ refused with a reason naming it otherwise (doc/trajectories.md)."""
 
 import math
 
-import numpy as np
 import pytest
 from rcl_interfaces.msg import Log
 from rclpy.node import Node

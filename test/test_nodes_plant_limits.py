@@ -4,7 +4,7 @@ the stop's effort; joint_stops false lets it wind past them; brakes hold the arm
 first command and after command_timeout (brakes false: it falls), also when a managed
 controller is deactivated. Simulated time runs as fast as the CPU allows (publish_clock)."""
 
-import math
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.ros_params import ConfigurationError
-from ros_testing import PUMA, RosHarness, SIM
+from ros_testing import PUMA, REPO, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 Q_START = [0.0, 0.3, -0.5, 0.0, 0.0, 0.0]          # inside the preset's limits
@@ -194,5 +194,16 @@ def test_a_deactivated_managed_controller_leaves_the_arm_on_its_brakes(brakes):
         else:
             assert not plant.braked
             assert np.abs(plant.q - start).max() > 0.2
+    finally:
+        harness.close()
+
+
+def test_the_default_start_is_zero_or_the_nearest_limit():
+    """config/stanford.yaml: the prismatic joint 3 has limits [0.3048, 1.27] m, so 0 would
+    be beyond its stop; every other joint starts at 0."""
+    harness = RosHarness(os.path.join(REPO, 'config', 'stanford.yaml'), overrides=FREE)
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context))
+        np.testing.assert_array_equal(plant.q, [0.0, 0.0, 0.3048, 0.0, 0.0, 0.0])
     finally:
         harness.close()

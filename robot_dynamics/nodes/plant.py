@@ -151,9 +151,10 @@ class PlantSimulator(Node):
 
     def _declare_parameters(self):
         n = self.model.n
+        zero = np.clip(0.0, self.model.position_min, self.model.position_max).tolist()
         self.q = np.array(as_floats('initial_positions', declare(
-            self, 'initial_positions', [0.0] * n, 'initial joint positions [rad | m]',
-            read_only=True), n))
+            self, 'initial_positions', zero, 'initial joint positions [rad | m]; default 0, '
+            'or the nearest position limit where 0 is outside the limits', read_only=True), n))
         self.qd = np.array(as_floats('initial_velocities', declare(
             self, 'initial_velocities', [0.0] * n, 'initial joint velocities [rad/s | m/s]',
             read_only=True), n))
