@@ -10,6 +10,7 @@ import pytest
 from rcl_interfaces.msg import Log
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
@@ -86,7 +87,9 @@ class Probe(Node):
     def __init__(self, context):
         super().__init__('outside_limits_probe', context=context)
         self.logs = []
-        self.create_subscription(Log, '/rosout', self.logs.append, 1000)
+        # /rosout keeps its recent lines for late subscribers (transient local)
+        rosout = QoSProfile(depth=1000, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(Log, '/rosout', self.logs.append, rosout)
         self.topic = self.create_publisher(JointTrajectory, f'{CONTROLLER}/joint_trajectory',
                                            10)
 

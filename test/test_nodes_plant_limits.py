@@ -207,3 +207,25 @@ def test_the_default_start_is_zero_or_the_nearest_limit():
         np.testing.assert_array_equal(plant.q, [0.0, 0.0, 0.3048, 0.0, 0.0, 0.0])
     finally:
         harness.close()
+
+
+def test_a_urdf_limit_is_a_stop():
+    """A UR5 from its URDF: the elbow's <limit upper="3.14159265359"> stops the joint thrown
+    at it at 2 rad/s; the joints limited to +-2 pi stay free meanwhile."""
+    ur5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
+    harness = RosHarness(overrides=FREE + (
+        'robot.source:=urdf', f'robot.urdf_file:={ur5}', 'robot.base_link:=base_link',
+        'robot.tip_link:=tool0', 'brakes:=false',
+        'initial_positions:=[0.0, -1.57, 3.0, -1.57, 0.0, 0.0]',
+        'initial_velocities:=[0.0, 0.0, 2.0, 0.0, 0.0, 0.0]'))
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context))
+        np.testing.assert_allclose(plant._stops.upper, [2 * np.pi, 2 * np.pi, np.pi,
+                                                        2 * np.pi, 2 * np.pi, 2 * np.pi])
+        elbow = []
+        run_until(harness, plant, 0.5, lambda p: elbow.append(p.q[2]))
+        assert plant.stop_peak[2] > 0.0                     # it hit the stop
+        assert max(elbow) <= np.pi + PENETRATION
+        assert 'elbow_joint' in values(plant._diagnostics.status())['stop effort max']
+    finally:
+        harness.close()

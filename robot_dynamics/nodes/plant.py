@@ -3,15 +3,18 @@
 The latest effort command is held over each step (zero-order hold) and
 q̈ = forward_dynamics(q, q̇, τ) is integrated with RK4 (or semi-implicit Euler); the state
 is published on /joint_states (position, velocity, the effort actually applied) every
-1/publish_rate s of simulated time.
+1/publish_rate s of simulated time. robot.position_min/max are mechanical stops
+(integration.JointStops; joint_stops false: none); brakes hold every joint still before the
+first command and after command_timeout (brakes false: zero effort, the arm falls); joints
+beyond robot.velocity_max are reported (doc/simulation.md).
 
 Time: with publish_clock false the plant runs free on the wall clock and stamps with the
 node clock: tick k is due at start + k·tick_period (steady clock); each tick integrates
 every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and publishes the last
 state. A tick processed more than one tick_period after it was due is counted as late
 (`loop_statistics`, and a summary line when the node is destroyed). Until the first valid
-command the plant holds its initial state: it publishes it every tick without integrating,
-so the arm does not fall before a controller holds it. The `plant` executable drives these
+command the plant (on its brakes) holds its initial state: it publishes it every tick
+without integrating, so the arm does not fall before a controller holds it. The `plant` executable drives these
 ticks with its own loop (`spin_free_running`: sleep to the due time, take the commands,
 tick); a plant spun by another executor has a timer do it, with the ticks due on the
 timer's grid.
