@@ -24,11 +24,13 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - `allow_integration_in_goal_trajectories` (JTC's): points without positions get them (and
   missing velocities) by trapezoidal integration of their velocities (accelerations) from
   the start reference, as JTC's `deduce_from_derivatives`.
-- `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a
-  constant-deceleration reference per joint (JTC's `decelerate_on_cancel`).
+- `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a reference
+  per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here with
+  q̈_d continuous, `deceleration_plan`).
 """
 
 import bisect
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +38,8 @@ import numpy as np
 __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
            'finite_number', 'INTERPOLATION_METHODS',
            'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
-           'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots']
+           'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots',
+           'stop_duration', 'deceleration_plan']
 
 
 # |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
@@ -45,6 +48,7 @@ MAX_ABS_VALUE = 1.0e6
 # A last point's velocity counts as non-zero beyond this (JTC compares with float epsilon).
 FLOAT_EPSILON = float(np.finfo(np.float32).eps)
 INTERPOLATION_METHODS = ('splines', 'none')
+MIN_STOP = 0.1      # s: the shortest stop of a moving joint (`stop_duration`)
 
 
 class TrajectoryRejected(ValueError):
@@ -268,29 +272,83 @@ def _hold_plan(positions, now):
     return _Plan(np.array([now]), np.zeros((0, 6, positions.size)), positions, hold=True)
 
 
-def deceleration_plan(positions, velocities, max_deceleration, now):
-    """Each joint from (positions, velocities) at `now` to rest at its own constant
-    deceleration max_deceleration[i] (JTC's decelerate_on_cancel): q̈ = −sign(q̇0) a for
-    t < |q̇0| / a, then held where it stopped, q0 + q̇0 |q̇0| / (2a). A `_Plan` of quadratic
-    pieces between the joints' stop times; a joint at rest holds at once."""
+def stop_duration(v0, a0, max_deceleration):
+    """The duration T of `deceleration_plan`'s stop of one joint from velocity v0 and
+    acceleration a0: short enough to be useful, long enough that |q̈| never exceeds
+    max(max_deceleration, |a0|), and at least MIN_STOP (q̈_d then returns to 0 without a
+    jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from (v0, a0) to (0, 0) on [0, T],
+    so q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0 at s = t / T: its largest
+    magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is found by bisection
+    (q̈ = 0 for a joint at rest: T = 0)."""
+    if v0 == 0.0 and a0 == 0.0:
+        return 0.0
+    limit = max(float(max_deceleration), abs(a0))
+
+    def peak(T):
+        alpha, beta = 6.0 * v0 / T + 3.0 * a0, -(6.0 * v0 / T + 4.0 * a0)
+        worst = abs(a0)
+        if alpha != 0.0 and 0.0 < -beta / (2.0 * alpha) < 1.0:
+            s = -beta / (2.0 * alpha)
+            worst = max(worst, abs((alpha * s + beta) * s + a0))
+        return worst
+
+    high = max(1.5 * abs(v0) / limit, MIN_STOP)
+    while peak(high) > limit:
+        high *= 2.0
+    low = MIN_STOP
+    if peak(low) <= limit:
+        return low
+    for _ in range(60):                     # `high` stays within the limit
+        middle = 0.5 * (low + high)
+        if peak(middle) <= limit:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _shifted(c, s):
+    """Coefficients (6,) of P(s + τ) in τ for P with coefficients c (6,) in t."""
+    out = np.zeros(6)
+    for j in range(6):
+        out[j] = sum(c[i] * math.comb(i, j) * s ** (i - j) for i in range(j, 6))
+    return out
+
+
+def deceleration_plan(positions, velocities, max_deceleration, now, accelerations=None):
+    """Each joint from (q, q̇, q̈) at `now` to rest (JTC's decelerate_on_cancel) with its
+    deceleration never beyond max_deceleration[i]; unlike JTC's constant deceleration (a
+    step in q̈_d at the start and at the end, which a computed-torque controller turns into
+    torque steps) q̇ is a cubic Hermite from (q̇0, q̈0) to rest over `stop_duration`, so q̈_d
+    is continuous: with q̈0 = 0 the stop takes 1.5 |q̇0| / a (JTC: |q̇0| / a) and ends
+    q̇0 T / 2 + q̈0 T² / 12 from where it began. A `_Plan` of quartic pieces between the
+    joints' stop times; a joint at rest holds at once."""
     p0 = np.array(positions, dtype=float)
     v0 = np.array(velocities, dtype=float)
-    a = np.asarray(max_deceleration, dtype=float)
-    direction = np.where(v0 >= 0.0, 1.0, -1.0)
-    stop = np.abs(v0) / a
-    rest = p0 + direction * v0 * v0 / (2.0 * a)
+    a0 = np.zeros_like(v0) if accelerations is None else np.array(accelerations, dtype=float)
+    stop = np.array([stop_duration(v, a, d) for v, a, d in zip(v0, a0, max_deceleration)])
+    rest = p0 + stop * (v0 / 2.0 + stop * a0 / 12.0)
     ends = np.unique(stop[stop > 0.0])
     if ends.size == 0:
         plan = _hold_plan(p0, now)
         plan.hold = False                   # a (trivial) stop trajectory, as JTC's
+        plan.armed = False
         return plan
+    # q(t) per joint in powers of t: q0, q̇0, q̈0/2, c2/3, c3/4 with q̇ = q̇0 + q̈0 t + c2 t² + c3 t³
+    polynomials = np.zeros((p0.size, 6))
+    for i, T in enumerate(stop):
+        if T > 0.0:
+            c2 = -3.0 * v0[i] / T**2 - 2.0 * a0[i] / T
+            c3 = 2.0 * v0[i] / T**3 + a0[i] / T**2
+            polynomials[i, :5] = p0[i], v0[i], 0.5 * a0[i], c2 / 3.0, c3 / 4.0
     starts = np.concatenate([[0.0], ends[:-1]])
     coefficients = np.zeros((starts.size, 6, p0.size))
     for k, s in enumerate(starts):
-        moving = stop > s
-        coefficients[k, 0] = np.where(moving, p0 + v0 * s - 0.5 * direction * a * s * s, rest)
-        coefficients[k, 1] = np.where(moving, v0 - direction * a * s, 0.0)
-        coefficients[k, 2] = np.where(moving, -0.5 * direction * a, 0.0)
+        for i in range(p0.size):
+            if stop[i] > s:
+                coefficients[k, :, i] = _shifted(polynomials[i], s)
+            else:
+                coefficients[k, 0, i] = rest[i]
     plan = _Plan(now + np.concatenate([[0.0], ends]), coefficients, rest)
     plan.armed = False
     return plan
@@ -364,13 +422,16 @@ class JointTrajectorySampler:
         now = float(now)
         plan = self._require_plan()
         plan.prune(now)
-        p_ref, v_ref, _ = plan.sample(now)
+        p_ref, v_ref, a_ref = plan.sample(now)
         p = p_ref if positions is None else self._state_vector('stop positions', positions)
         if self.max_deceleration_on_cancel is None:
             self._plan = _hold_plan(p, now)
             return
-        v = v_ref if velocities is None else self._state_vector('stop velocities', velocities)
-        self._plan = deceleration_plan(p, v, self.max_deceleration_on_cancel, now)
+        if velocities is None:              # from the reference: q̈_d stays continuous
+            v, a = v_ref, a_ref
+        else:                               # from a measured state (no acceleration)
+            v, a = self._state_vector('stop velocities', velocities), None
+        self._plan = deceleration_plan(p, v, self.max_deceleration_on_cancel, now, a)
 
     def _state_vector(self, name, values):
         array = np.array(values, dtype=float).reshape(-1)

@@ -170,19 +170,38 @@ def test_nonzero_final_velocity_beyond_float_epsilon_is_refused_when_not_allowed
 
 # ---------------------------------------------------------------------- stop / decelerate
 
-def test_deceleration_plan_stops_each_joint_at_its_own_constant_deceleration():
+@pytest.mark.parametrize('a0', [(0.0, 0.0, 0.0), (1.5, 3.0, -0.5), (-1.9, -3.9, 0.9)])
+def test_deceleration_plan_never_exceeds_the_limit_and_keeps_the_acceleration_continuous(a0):
     v0 = np.array([1.0, -0.5, 0.0])
-    a = np.array([2.0, 4.0, 1.0])
-    plan = deceleration_plan(Q0, v0, a, NOW)
-    # joint 1 stops after 0.5 s at Q0 + 0.25, joint 2 after 0.125 s at Q0 - 0.03125
-    rest = Q0 + np.array([0.25, -0.03125, 0.0])
-    np.testing.assert_allclose(plan.final, rest)
-    for t in np.linspace(0.0, 1.0, 201):
+    a0 = np.array(a0)
+    limit = np.array([2.0, 4.0, 1.0])
+    plan = deceleration_plan(Q0, v0, limit, NOW, a0)
+    q, qd, qdd = plan.sample(NOW)
+    np.testing.assert_allclose(np.concatenate([q, qd, qdd]), np.concatenate([Q0, v0, a0]),
+                               atol=1e-12)
+    h, previous = 1e-3, None
+    for t in np.arange(0.0, plan.end - NOW + 0.5, h):
         q, qd, qdd = plan.sample(NOW + t)
-        expected_v = np.where(t < np.abs(v0) / a, v0 - np.sign(v0) * a * t, 0.0)
-        np.testing.assert_allclose(qd, expected_v, atol=1e-12)
-        assert np.all(np.abs(qdd) <= a + 1e-12)
-    np.testing.assert_allclose(plan.sample(NOW + 0.5)[0], rest, atol=1e-12)
+        assert np.all(np.abs(qdd) <= limit + 1e-9)
+        if previous is not None:                # q̈ continuous: no step between samples
+            assert np.all(np.abs(qdd - previous) <= 0.25)   # a step: >= 0.5 here
+        previous = qdd
+    q, qd, qdd = plan.sample(plan.end)
+    assert np.all(np.abs(qd) < 1e-9) and np.all(np.abs(qdd) < 1e-9)
+    np.testing.assert_allclose(q, plan.final, atol=1e-12)
+
+
+def test_deceleration_from_rest_acceleration_takes_one_and_a_half_times_jtcs_stop():
+    v0 = np.array([1.0, -0.5, 0.0])
+    limit = np.array([2.0, 4.0, 1.0])
+    plan = deceleration_plan(Q0, v0, limit, NOW)
+    # q̇ = q̇0 (1 − 3s² + 2s³): peak |q̈| = 1.5 |q̇0| / T, so T = 1.5 |q̇0| / a and the
+    # distance q̇0 T / 2; joint 3 is at rest and holds
+    T = 1.5 * np.abs(v0) / limit
+    assert plan.end - NOW == pytest.approx(T.max(), rel=1e-9)
+    np.testing.assert_allclose(plan.final, Q0 + v0 * T / 2.0, rtol=1e-9)
+    peak = max(np.abs(plan.sample(NOW + t)[2][0]) for t in np.linspace(0.0, T[0], 1001))
+    assert peak == pytest.approx(limit[0], rel=1e-6)            # it uses the limit
 
 
 def test_stop_decelerates_from_the_reference_or_from_a_given_state():
@@ -190,12 +209,12 @@ def test_stop_decelerates_from_the_reference_or_from_a_given_state():
     s.accept(command(point(1.0, Q0 + 1.0, [1.0] * 3), point(2.0, Q0 + 2.0, [0.0] * 3)), NOW)
     ref = s.sample(NOW + 1.0)
     s.stop(NOW + 1.0)
-    np.testing.assert_allclose(s.sample(NOW + 1.0).velocities, ref.velocities, atol=1e-12)
-    np.testing.assert_allclose(s.sample(NOW + 1.25).velocities, ref.velocities - 0.5)
-    np.testing.assert_allclose(s.goal_positions, ref.positions + 0.25)     # v²/2a
-    assert s.status(NOW + 1.4) == 'running' and s.status(NOW + 1.6) == 'finished'
-    s.stop(NOW + 2.0, positions=Q0, velocities=[-0.2, 0.0, 0.0])
-    np.testing.assert_allclose(s.goal_positions, Q0 - [0.01, 0.0, 0.0])
+    after = s.sample(NOW + 1.0)
+    np.testing.assert_allclose(after.velocities, ref.velocities, atol=1e-12)
+    np.testing.assert_allclose(after.accelerations, ref.accelerations, atol=1e-12)
+    assert s.status(NOW + 1.5) == 'running' and s.status(NOW + 3.0) == 'finished'
+    s.stop(NOW + 3.0, positions=Q0, velocities=[-0.2, 0.0, 0.0])
+    np.testing.assert_allclose(s.goal_positions, Q0 - [0.2 * 0.15 / 2, 0.0, 0.0])
 
 
 def test_stop_without_deceleration_holds_at_once_and_an_empty_trajectory_stops():
