@@ -191,17 +191,17 @@ def test_deceleration_plan_never_exceeds_the_limit_and_keeps_the_acceleration_co
     np.testing.assert_allclose(q, plan.final, atol=1e-12)
 
 
-def test_deceleration_from_rest_acceleration_takes_one_and_a_half_times_jtcs_stop():
+def test_deceleration_from_rest_acceleration_takes_a_cubic_velocity_at_90_percent():
     v0 = np.array([1.0, -0.5, 0.0])
     limit = np.array([2.0, 4.0, 1.0])
     plan = deceleration_plan(Q0, v0, limit, NOW)
-    # q̇ = q̇0 (1 − 3s² + 2s³): peak |q̈| = 1.5 |q̇0| / T, so T = 1.5 |q̇0| / a and the
-    # distance q̇0 T / 2; joint 3 is at rest and holds
-    T = 1.5 * np.abs(v0) / limit
+    # q̇ = q̇0 (1 − 3s² + 2s³): peak |q̈| = 1.5 |q̇0| / T = 0.9 a, so T = 1.5 |q̇0| / (0.9 a)
+    # and the distance q̇0 T / 2; joint 3 is at rest and holds
+    T = 1.5 * np.abs(v0) / (0.9 * limit)
     assert plan.end - NOW == pytest.approx(T.max(), rel=1e-9)
     np.testing.assert_allclose(plan.final, Q0 + v0 * T / 2.0, rtol=1e-9)
     peak = max(np.abs(plan.sample(NOW + t)[2][0]) for t in np.linspace(0.0, T[0], 1001))
-    assert peak == pytest.approx(limit[0], rel=1e-6)            # it uses the limit
+    assert peak == pytest.approx(0.9 * limit[0], rel=1e-6)      # 90 % of the limit
 
 
 def test_stop_decelerates_from_the_reference_or_from_a_given_state():
@@ -213,8 +213,8 @@ def test_stop_decelerates_from_the_reference_or_from_a_given_state():
     np.testing.assert_allclose(after.velocities, ref.velocities, atol=1e-12)
     np.testing.assert_allclose(after.accelerations, ref.accelerations, atol=1e-12)
     assert s.status(NOW + 1.5) == 'running' and s.status(NOW + 3.0) == 'finished'
-    s.stop(NOW + 3.0, positions=Q0, velocities=[-0.2, 0.0, 0.0])
-    np.testing.assert_allclose(s.goal_positions, Q0 - [0.2 * 0.15 / 2, 0.0, 0.0])
+    s.stop(NOW + 3.0, positions=Q0, velocities=[-0.2, 0.0, 0.0])     # T = 0.3 / 1.8 s
+    np.testing.assert_allclose(s.goal_positions, Q0 - [0.2 * (0.3 / 1.8) / 2, 0.0, 0.0])
 
 
 def test_stop_without_deceleration_holds_at_once_and_an_empty_trajectory_stops():
