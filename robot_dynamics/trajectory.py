@@ -15,12 +15,17 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - A future `start_time` keeps the running reference until then (ROS 1 splicing); the new
   trajectory starts from the old one's state at that time.
 - After the last point the reference holds its positions with zero velocity/acceleration.
+- Speed scaling (speed_scaling.py): the trajectory's time s advances at a factor f ∈ [0, 1]
+  of the controller's time; every method takes controller time and maps it to s, and the
+  reference's velocity and acceleration are scaled (f·q_d', f²·q_d'' + ḟ·q_d').
 """
 
 import bisect
 from dataclasses import dataclass
 
 import numpy as np
+
+from robot_dynamics.speed_scaling import DEFAULT_RATE_LIMIT, scale_derivatives, ScaledTime
 
 __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
            'finite_number',
@@ -84,6 +89,7 @@ class Reference:
     positions: np.ndarray               # (n,) in the sampler's `joints` order
     velocities: np.ndarray
     accelerations: np.ndarray
+    speed_scaling_factor: float = 1.0   # f in effect at that time
 
 
 # --- polynomial segments -------------------------------------------------------------------
@@ -199,7 +205,8 @@ class JointTrajectorySampler:
     (see the module docstring and doc/trajectories.md). Call `hold` once before use."""
 
     def __init__(self, joints, position_min=None, position_max=None,
-                 allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True):
+                 allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True,
+                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT):
         self.joints = tuple(str(j) for j in joints)
         if not self.joints or len(set(self.joints)) != len(self.joints):
             raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
@@ -215,6 +222,7 @@ class JointTrajectorySampler:
         self.allow_nonzero_velocity_at_trajectory_end = bool(
             allow_nonzero_velocity_at_trajectory_end)
         self._plan = None
+        self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
 
     def _limit(self, name, values, default):
         if values is None:
@@ -235,14 +243,41 @@ class JointTrajectorySampler:
         if bad.size:
             j = int(bad[0])
             raise ValueError(f'hold positions[{j}] (joint {self.joints[j]!r}): not finite')
-        self._plan = _hold_plan(array, float(now))
+        self.scaled_time.start(float(now))
+        self._plan = _hold_plan(array, self.trajectory_time(now))
 
     def sample(self, now):
         plan = self._require_plan()
-        plan.prune(now)
-        q, qd, qdd = plan.sample(float(now))
+        s, f, fdot = self.scaled_time.at(float(now))
+        plan.prune(s)
+        q, qd, qdd = plan.sample(s)
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float))
+                         np.array(qdd, dtype=float), f)
+
+    # -- speed scaling --
+
+    def trajectory_time(self, now):
+        """The trajectory time s at controller time `now` (= now without speed scaling)."""
+        return self.scaled_time.at(float(now))[0]
+
+    def trajectory_start(self, start_time, now):
+        """The trajectory time at which a trajectory stamped `start_time` (0: now) received
+        at controller time `now` starts: the wait until a future stamp passes in trajectory
+        time too, as in JTC."""
+        s_now = self.trajectory_time(now)
+        start_time = float(start_time)
+        if start_time <= 0.0:
+            return s_now
+        return start_time if s_now == now else s_now + (start_time - now)
+
+    def set_speed_scaling_factor(self, factor, now):
+        """Move the speed scaling factor from its value at `now` towards `factor` at the
+        rate limit; ValueError (nothing changes) unless factor is a finite number in [0, 1]."""
+        self.scaled_time.request(factor, now)
+
+    def speed_scaling_factor(self, now):
+        return self.scaled_time.factor(float(now))
 
     def query(self, t):
         """The reference of the current trajectory at time t, without changing anything
@@ -253,27 +288,32 @@ class JointTrajectorySampler:
         holding a position (before any trajectory, after a stop)."""
         plan = self._require_plan()         # one read: a concurrent accept swaps the whole plan
         t = float(t)
+        s, f, fdot = self.scaled_time.at(t)
+        when = f'time {t:.6f} s' if s == t else (f'time {t:.6f} s (trajectory time {s:.6f} s '
+                                                 'under speed scaling)')
         if plan.hold:
             raise OutsideTrajectory('no trajectory: holding a position (none accepted since, '
                                     'or stopped)')
-        if not t >= plan.start:             # NaN too
-            raise OutsideTrajectory(f'time {t:.6f} s is before the start of the current '
+        if not s >= plan.start:             # NaN too
+            raise OutsideTrajectory(f'{when} is before the start of the current '
                                     f'trajectory ({plan.start:.6f} s)')
-        if t >= plan.end:
-            raise OutsideTrajectory(f'time {t:.6f} s is not before the last point of the '
+        if s >= plan.end:
+            raise OutsideTrajectory(f'{when} is not before the last point of the '
                                     f'current trajectory ({plan.end:.6f} s)')
-        q, qd, qdd = plan.sample(t)         # t >= start: the replaced plan is not consulted
+        q, qd, qdd = plan.sample(s)         # s >= start: the replaced plan is not consulted
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float))
+                         np.array(qdd, dtype=float), f)
 
     def status(self, now):
         """'holding' | 'waiting' (future start) | 'running' | 'finished'."""
         plan = self._require_plan()
         if plan.hold:
             return 'holding'
-        if now < plan.start:
+        s = self.trajectory_time(now)
+        if s < plan.start:
             return 'waiting'
-        return 'running' if now < plan.end else 'finished'
+        return 'running' if s < plan.end else 'finished'
 
     @property
     def goal_positions(self):
@@ -322,9 +362,10 @@ class JointTrajectorySampler:
         if self._plan is None:
             raise TrajectoryRejected('no current reference yet (joint states not received)')
         now = float(now)
+        s_now = self.trajectory_time(now)
         if not command.points:              # stop (ROS 1 JTC), whatever joint_names says
-            self._plan.prune(now)
-            self._plan = _hold_plan(self._plan.sample(now)[0], now)
+            self._plan.prune(s_now)
+            self._plan = _hold_plan(self._plan.sample(s_now)[0], s_now)
             return
         start_time = finite_number('start_time', command.start_time)
         if start_time < 0.0:
@@ -336,9 +377,10 @@ class JointTrajectorySampler:
             raise EndsInThePast(
                 f'start_time: the trajectory ends at {start + times[-1]:.6f} s, in the past '
                 f'(now {now:.6f} s)')
-        self._plan.prune(now)
-        self._plan = self._new_plan(start, times, positions, velocities, accelerations,
-                                    columns, now)
+        self._plan.prune(s_now)
+        self.scaled_time.forget_before(now)
+        self._plan = self._new_plan(self.trajectory_start(start_time, now), times, positions,
+                                    velocities, accelerations, columns, s_now)
 
     def _columns(self, joint_names):
         """Index into `joints` of each message column; rejects unknown/duplicate/missing."""
