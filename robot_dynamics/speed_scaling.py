@@ -118,28 +118,29 @@ class ScaledTime:
         return ramps[-1].target if ramps else self.initial
 
     def request(self, factor, t):
-        """Move f from its value at time t towards `factor` (checked as `check_factor`:
-        ValueError, and nothing changes, if it is refused). Ramps after t (a clock that went
-        back) are dropped."""
+        """Move f from its value at time t (None: the last change) towards `factor` (checked
+        as `check_factor`: ValueError, and nothing changes, if it is refused). Ramps after t
+        (a clock that went back) are dropped."""
         factor = check_factor(factor)
         if not self._ramps:
             self.initial = factor
             return
-        t = float(t)
         ramps = self._ramps
-        if t < ramps[-1].t0:
-            ramps = [r for r in ramps if r.t0 <= t] or [ramps[0]]
-        last = ramps[-1]
-        if ramps is self._ramps and factor == last.target:
-            return                  # already there or on the way
-        lag, f, _ = last.at(max(t, last.t0))
-        new = _Ramp(max(t, last.t0), lag, f, factor, self.rate_limit)
-        if ramps is not self._ramps:
-            self._ramps = ramps + [new]
-        elif len(ramps) >= MAX_RAMPS:
-            self._ramps = ramps[-(MAX_RAMPS // 2):] + [new]
-        else:
-            ramps.append(new)
+        t = ramps[-1].t0 if t is None else float(t)
+        if t >= ramps[-1].t0:
+            last = ramps[-1]
+            if factor == last.target:
+                return              # already there or on the way
+            lag, f, _ = last.at(t)
+            new = _Ramp(t, lag, f, factor, self.rate_limit)
+            if len(ramps) >= MAX_RAMPS:
+                self._ramps = ramps[-(MAX_RAMPS // 2):] + [new]
+            else:
+                ramps.append(new)
+            return
+        kept = [r for r in ramps if r.t0 <= t]          # the clock went back
+        lag, f, _ = (kept or ramps)[-1 if kept else 0].at(t)
+        self._ramps = kept + [_Ramp(t, lag, f, factor, self.rate_limit)]
 
     def forget_before(self, t):
         """Drop the ramps that ended before t (times before t will not be asked for)."""
