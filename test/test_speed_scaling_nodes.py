@@ -132,6 +132,17 @@ def test_a_goal_under_1_05_0_1_succeeds_stretched_by_the_factor_and_tracks_bette
     assert worst_scaled < worst_plain
 
 
+def test_the_subscription_matches_jtc_s_type_and_qos(loop):
+    from test_control_msgs_build import EXPECTED, ros_distro
+    harness, plant, controller, client, factor = loop
+    infos = client.get_subscriptions_info_by_topic(TOPIC)
+    assert len(infos) == 1
+    assert infos[0].qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+    assert infos[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    if ros_distro() in EXPECTED and hasattr(infos[0], 'topic_type_hash'):
+        assert str(infos[0].topic_type_hash) == EXPECTED[ros_distro()]['msg/SpeedScalingFactor']
+
+
 def test_bad_factors_are_refused_with_one_line_naming_the_value(loop, capfd):
     harness, plant, controller, client, factor = loop
     factor.publish(SpeedScalingFactor(factor=0.7))
