@@ -27,6 +27,9 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a reference
   per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here with
   q̈_d continuous, `deceleration_plan`).
+- Speed scaling (speed_scaling.py): the trajectory's time s advances at a factor f ∈ [0, 1]
+  of the controller's time; every method takes controller time and maps it to s, and the
+  reference's velocity and acceleration are scaled (f·q_d', f²·q_d'' + ḟ·q_d').
 """
 
 import bisect
@@ -34,6 +37,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from robot_dynamics.speed_scaling import DEFAULT_RATE_LIMIT, scale_derivatives, ScaledTime
 
 __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
            'finite_number', 'INTERPOLATION_METHODS',
@@ -115,6 +120,7 @@ class Reference:
     velocities: np.ndarray
     accelerations: np.ndarray
     effort: np.ndarray = None           # (n,) feed-forward effort of the points, or None
+    speed_scaling_factor: float = 1.0   # f in effect at that time
 
 
 # --- polynomial segments -------------------------------------------------------------------
@@ -280,8 +286,8 @@ def stop_duration(v0, a0, max_deceleration):
     """The duration T of `deceleration_plan`'s stop of one joint from velocity v0 and
     acceleration a0: short enough to be useful, long enough that |q̈| never exceeds
     max(max_deceleration, |a0|), and at least MIN_STOP (q̈_d then returns to 0 without a
-    jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from (v0, a0) to (0, 0) on [0, T],
-    so q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0 at s = t / T: its largest
+    jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from
+    (v0, a0) to (0, 0) on [0, T], so q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0 at s = t / T: its largest
     magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is found by bisection
     (q̈ = 0 for a joint at rest: T = 0)."""
     if v0 == 0.0 and a0 == 0.0:
@@ -368,7 +374,8 @@ class JointTrajectorySampler:
     def __init__(self, joints, position_min=None, position_max=None,
                  allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True,
                  interpolation_method='splines', allow_integration_in_goal_trajectories=False,
-                 max_deceleration_on_cancel=None):
+                 max_deceleration_on_cancel=None,
+                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT):
         self.joints = tuple(str(j) for j in joints)
         if not self.joints or len(set(self.joints)) != len(self.joints):
             raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
@@ -397,6 +404,7 @@ class JointTrajectorySampler:
                                  f'values > 0, got {list(decel)}')
             self.max_deceleration_on_cancel = decel
         self._plan = None
+        self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
 
     def _limit(self, name, values, default):
         if values is None:
@@ -417,14 +425,17 @@ class JointTrajectorySampler:
         if bad.size:
             j = int(bad[0])
             raise ValueError(f'hold positions[{j}] (joint {self.joints[j]!r}): not finite')
-        self._plan = _hold_plan(array, float(now))
+        self.scaled_time.start(float(now))
+        self._plan = _hold_plan(array, self.trajectory_time(now))
 
     def stop(self, now, positions=None, velocities=None):
         """Bring the reference to rest from (positions, velocities), by default the
         reference's own at `now`: along `deceleration_plan` with max_deceleration_on_cancel
         (JTC's decelerate_on_cancel), else held at those positions at once. Cancels any
-        trajectory; drops the feed-forward effort."""
-        now = float(now)
+        trajectory; drops the feed-forward effort. Under speed scaling the stop runs in
+        trajectory time like any trajectory (JTC's stop trajectory too): it starts from the
+        reference's trajectory-time derivatives, or from `velocities` as given."""
+        now = self.trajectory_time(now)
         plan = self._require_plan()
         plan.prune(now)
         p_ref, v_ref, a_ref = plan.sample(now)
@@ -451,18 +462,44 @@ class JointTrajectorySampler:
 
     def command_timed_out(self, now, cmd_timeout):
         """True when an accepted trajectory (not a hold, a stop or a settled one) ended more
-        than cmd_timeout s ago (JTC's cmd_timeout, counted from the last point); 0 = never."""
+        than cmd_timeout s ago (JTC's cmd_timeout, counted from the last point in trajectory
+        time, as JTC); 0 = never."""
         plan = self._plan
         return (plan is not None and plan.armed and cmd_timeout > 0.0
-                and now - plan.end > cmd_timeout)
+                and self.trajectory_time(now) - plan.end > cmd_timeout)
 
     def sample(self, now):
         plan = self._require_plan()
-        plan.prune(now)
-        now = float(now)
-        q, qd, qdd = plan.sample(now)
+        s, f, fdot = self.scaled_time.at(float(now))
+        plan.prune(s)
+        q, qd, qdd = plan.sample(s)
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float), plan.effort_at(now))
+                         np.array(qdd, dtype=float), plan.effort_at(s), f)
+
+    # -- speed scaling --
+
+    def trajectory_time(self, now):
+        """The trajectory time s at controller time `now` (= now without speed scaling)."""
+        return self.scaled_time.at(float(now))[0]
+
+    def trajectory_start(self, start_time, now):
+        """The trajectory time at which a trajectory stamped `start_time` (0: now) received
+        at controller time `now` starts: the wait until a future stamp passes in trajectory
+        time too, as in JTC."""
+        s_now = self.trajectory_time(now)
+        start_time = float(start_time)
+        if start_time <= 0.0:
+            return s_now
+        return start_time if s_now == now else s_now + (start_time - now)
+
+    def set_speed_scaling_factor(self, factor, now):
+        """Move the speed scaling factor from its value at `now` towards `factor` at the
+        rate limit; ValueError (nothing changes) unless factor is a finite number in [0, 1]."""
+        self.scaled_time.request(factor, now)
+
+    def speed_scaling_factor(self, now):
+        return self.scaled_time.factor(float(now))
 
     def query(self, t):
         """The reference of the current trajectory at time t, without changing anything
@@ -473,32 +510,37 @@ class JointTrajectorySampler:
         holding a position (before any trajectory, after a stop)."""
         plan = self._require_plan()         # one read: a concurrent accept swaps the whole plan
         t = float(t)
-        if not t >= plan.start:             # NaN too
-            raise OutsideTrajectory(f'time {t:.6f} s is before the start of the current '
+        s, f, fdot = self.scaled_time.at(t)
+        when = f'time {t:.6f} s' if s == t else (f'time {t:.6f} s (trajectory time {s:.6f} s '
+                                                 'under speed scaling)')
+        if not s >= plan.start:             # NaN too
+            raise OutsideTrajectory(f'{when} is before the start of the current '
                                     f'trajectory ({plan.start:.6f} s)')
         if plan.hold:
             raise OutsideTrajectory('no trajectory: holding a position (none accepted since, '
-                                    'or stopped)', self._reference(plan, t))
-        if t >= plan.end:
-            raise OutsideTrajectory(f'time {t:.6f} s is not before the last point of the '
+                                    'or stopped)', self._reference(plan, s, f, fdot))
+        if s >= plan.end:
+            raise OutsideTrajectory(f'{when} is not before the last point of the '
                                     f'current trajectory ({plan.end:.6f} s)',
-                                    self._reference(plan, t))
-        return self._reference(plan, t)   # t >= start: the replaced plan is not consulted
+                                    self._reference(plan, s, f, fdot))
+        return self._reference(plan, s, f, fdot)  # s >= start: the replaced plan is not used
 
     @staticmethod
-    def _reference(plan, t):
-        q, qd, qdd = plan.sample(t)
+    def _reference(plan, s, f, fdot):
+        q, qd, qdd = plan.sample(s)
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float), plan.effort_at(t))
+                         np.array(qdd, dtype=float), plan.effort_at(s), f)
 
     def status(self, now):
         """'holding' | 'waiting' (future start) | 'running' | 'finished'."""
         plan = self._require_plan()
         if plan.hold:
             return 'holding'
-        if now < plan.start:
+        s = self.trajectory_time(now)
+        if s < plan.start:
             return 'waiting'
-        return 'running' if now < plan.end else 'finished'
+        return 'running' if s < plan.end else 'finished'
 
     @property
     def goal_positions(self):
@@ -547,6 +589,7 @@ class JointTrajectorySampler:
         if self._plan is None:
             raise TrajectoryRejected('no current reference yet (joint states not received)')
         now = float(now)
+        s_now = self.trajectory_time(now)
         if not command.points:              # stop (ROS 1 JTC), whatever joint_names says
             self.stop(now)
             return
@@ -560,8 +603,10 @@ class JointTrajectorySampler:
             raise EndsInThePast(
                 f'start_time: the trajectory ends at {start + times[-1]:.6f} s, in the past '
                 f'(now {now:.6f} s)')
-        plan = self._new_plan(start, times, fields, command, columns, now)
-        self._plan.prune(now)
+        plan = self._new_plan(self.trajectory_start(start_time, now), times, fields,
+                              command, columns, s_now)
+        self._plan.prune(s_now)
+        self.scaled_time.forget_before(now)
         self._plan = plan
 
     def _columns(self, joint_names):

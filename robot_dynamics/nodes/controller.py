@@ -22,7 +22,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
-from robot_dynamics.nodes import follow_joint_trajectory
+from robot_dynamics.nodes import follow_joint_trajectory, speed_scaling
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.joint_constraints import JointConstraints
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
@@ -264,12 +264,13 @@ class ComputedTorqueController(Node):
             'trajectory came this long after the last point of the current one [s]; 0 = '
             'never; must exceed constraints.goal_time', minimum=0.0, maximum=1e6),
             minimum=0.0)
+        scaling, scaling_rate = speed_scaling.declare_parameters(self)   # speed_scaling.*
         self.sampler = JointTrajectorySampler(
             self.joints, position_min=self.model.position_min,
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial,
             interpolation_method=interpolation,
             max_deceleration_on_cancel=self.joint_constraints.max_deceleration_on_cancel,
-            **flags)
+            speed_scaling_factor=scaling, speed_scaling_rate_limit=scaling_rate, **flags)
 
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload
@@ -354,6 +355,7 @@ class ComputedTorqueController(Node):
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
         self._action = follow_joint_trajectory.attach(self)   # ~/follow_joint_trajectory
+        speed_scaling.attach(self)                          # ~/speed_scaling_input
         self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
 
     def spin_on_state(self, executor, running=None):

@@ -90,7 +90,7 @@ class _ActiveGoal:
     def __init__(self, handle, monitor, point_times, feedback):
         self.handle = handle
         self.monitor = monitor
-        self.point_times = point_times        # absolute time of each trajectory point [s]
+        self.point_times = point_times        # trajectory time of each point [s]
         self.feedback = feedback              # built once, refilled
         self.last_feedback = -np.inf
         self.canceling = False
@@ -220,7 +220,8 @@ class FollowJointTrajectoryInterface:
             node.sampler.accept(command, now)
         except TrajectoryRejected as error:
             raise _trajectory_field(error) from None
-        start = command.start_time if command.start_time > 0.0 else now
+        # in trajectory time, which speed scaling slows down (goal_time_tolerance too, as JTC)
+        start = node.sampler.trajectory_start(command.start_time, now)
         point_times = start + np.array([p.time_from_start for p in command.points])
         monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
                                         point_times[-1], path, goal, goal_time)
@@ -282,9 +283,10 @@ class FollowJointTrajectoryInterface:
                 return
             state_time = None
             if goal.monitor.acceleration is not None:     # q̈ estimated from the states
-                node = self.node
+                node = self.node                          # (in controller time)
                 state_time = t if node.control_mode == 'on_state' else node._received.max()
-            outcome = goal.monitor.check(t, q, qd, reference, state_time)
+            outcome = goal.monitor.check(self.node.sampler.trajectory_time(t), q, qd,
+                                         reference, state_time)
             if outcome is not None:
                 if outcome.code != SUCCESSFUL:
                     self._hold(outcome.text)
@@ -306,7 +308,7 @@ class FollowJointTrajectoryInterface:
         _point(feedback.actual, q, qd)
         _point(feedback.error, reference.positions - q, reference.velocities - qd)
         if hasattr(feedback, 'index'):      # control_msgs 6 (Kilted); not in Jazzy's 5.8
-            ahead = np.flatnonzero(goal.point_times >= t)
+            ahead = np.flatnonzero(goal.point_times >= self.node.sampler.trajectory_time(t))
             feedback.index = int(ahead[0]) if ahead.size else len(goal.point_times) - 1
         goal.handle.publish_feedback(feedback)
 
@@ -319,6 +321,7 @@ class FollowJointTrajectoryInterface:
         _point(msg.feedback, q, qd)
         _point(msg.error, reference.positions - q, reference.velocities - qd)
         _point(msg.output, effort=tau)
+        msg.speed_scaling_factor = float(getattr(reference, 'speed_scaling_factor', 1.0))
         self._state_pub.publish(msg)
 
     # ------------------------------------------------------------------ results
