@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robot_dynamics.speed_scaling import DEFAULT_RATE_LIMIT, scale_derivatives, ScaledTime
+from robot_dynamics.speed_scaling import (check_factor, DEFAULT_RATE_LIMIT, scale_derivatives,
+                                          ScaledTime)
 
 __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
            'finite_number', 'INTERPOLATION_METHODS',
@@ -365,6 +366,8 @@ def deceleration_plan(positions, velocities, max_deceleration, now, acceleration
     return plan
 
 
+PAUSED = 1e-3       # a speed scaling factor at most this: a stop holds at once
+
 # --- the sampler -------------------------------------------------------------------------
 
 class JointTrajectorySampler:
@@ -405,6 +408,7 @@ class JointTrajectorySampler:
             self.max_deceleration_on_cancel = decel
         self._plan = None
         self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
+        self._deferred_factor = None        # a factor that came during a stop
 
     def _limit(self, name, values, default):
         if values is None:
@@ -432,10 +436,16 @@ class JointTrajectorySampler:
         """Bring the reference to rest from (positions, velocities), by default the
         reference's own at `now`: along `deceleration_plan` with max_deceleration_on_cancel
         (JTC's decelerate_on_cancel), else held at those positions at once. Cancels any
-        trajectory; drops the feed-forward effort. Under speed scaling the stop runs in
-        trajectory time like any trajectory (JTC's stop trajectory too): it starts from the
-        reference's trajectory-time derivatives, or from `velocities` as given."""
-        now = self.trajectory_time(now)
+        trajectory; drops the feed-forward effort.
+
+        Under speed scaling the stop runs in trajectory time like any trajectory (JTC's stop
+        trajectory too), with the factor f0 of `now` frozen until the stop is over (a factor
+        arriving meanwhile applies then) and the deceleration limit divided by f0², so that
+        on the clock it starts from the reference's (or the measured) velocity, decelerates
+        within max_deceleration_on_cancel and covers the distance that velocity needs; a
+        paused reference (f0 ≈ 0, at rest on the clock) is held where it stands."""
+        clock = float(now)
+        now, f0, _ = self.scaled_time.at(clock)
         plan = self._require_plan()
         plan.prune(now)
         p_ref, v_ref, a_ref = plan.sample(now)
@@ -447,7 +457,14 @@ class JointTrajectorySampler:
             v, a = v_ref, a_ref
         else:                               # from a measured state (no acceleration)
             v, a = self._state_vector('stop velocities', velocities), None
-        self._plan = deceleration_plan(p, v, self.max_deceleration_on_cancel, now, a)
+            v = v / f0 if f0 > PAUSED else v
+        if f0 <= PAUSED:                    # at rest on the clock already
+            v, a = np.zeros(self.n), None
+        else:
+            self.scaled_time.request(f0, clock)     # freeze: ḟ = 0 during the stop
+        self._plan = deceleration_plan(p, v, self.max_deceleration_on_cancel
+                                       / max(f0, PAUSED) ** 2, now, a)
+        self._plan.freezes_factor = True
 
     def _state_vector(self, name, values):
         array = np.array(values, dtype=float).reshape(-1)
@@ -471,6 +488,8 @@ class JointTrajectorySampler:
     def sample(self, now):
         plan = self._require_plan()
         s, f, fdot = self.scaled_time.at(float(now))
+        if self._deferred_factor is not None and self._apply_deferred_factor(plan, s, now):
+            s, f, fdot = self.scaled_time.at(float(now))
         plan.prune(s)
         q, qd, qdd = plan.sample(s)
         qd, qdd = scale_derivatives(qd, qdd, f, fdot)
@@ -495,8 +514,23 @@ class JointTrajectorySampler:
 
     def set_speed_scaling_factor(self, factor, now):
         """Move the speed scaling factor from its value at `now` towards `factor` at the
-        rate limit; ValueError (nothing changes) unless factor is a finite number in [0, 1]."""
+        rate limit; ValueError (nothing changes) unless factor is a finite number in [0, 1].
+        During a stop (see `stop`) the factor is kept and this one applies after it."""
+        plan = self._plan
+        if (getattr(plan, 'freezes_factor', False) and now is not None
+                and self.trajectory_time(now) < plan.end):
+            self._deferred_factor = check_factor(factor)
+            return
+        self._deferred_factor = None
         self.scaled_time.request(factor, now)
+
+    def _apply_deferred_factor(self, plan, s, now):
+        """After a stop (or once another plan replaced it): the factor that came during it."""
+        if getattr(plan, 'freezes_factor', False) and s < plan.end:
+            return False
+        factor, self._deferred_factor = self._deferred_factor, None
+        self.scaled_time.request(factor, now)
+        return True
 
     def speed_scaling_factor(self, now):
         return self.scaled_time.factor(float(now))

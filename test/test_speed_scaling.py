@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from robot_dynamics.speed_scaling import check_factor, MAX_RAMPS, ScaledTime
-from robot_dynamics.trajectory import (JointTrajectorySampler, OutsideTrajectory,
-                                       TrajectoryCommand, TrajectoryPoint)
+from robot_dynamics.trajectory import (deceleration_plan, JointTrajectorySampler,
+                                       OutsideTrajectory, TrajectoryCommand, TrajectoryPoint)
 
 JOINTS = ('j1', 'j2')
 Q0 = np.array([0.2, -0.3])
@@ -267,3 +267,70 @@ def test_an_initial_factor_set_before_the_first_hold_applies_from_it():
     s.hold(Q0, NOW)
     assert s.speed_scaling_factor(NOW) == 0.5
     assert s.trajectory_time(NOW + 2.0) == pytest.approx(NOW + 1.0)
+
+
+# --- a stop (decelerate_on_cancel) under speed scaling -----------------------------------
+
+DECELERATION = np.array([3.0, 2.0])
+
+
+def clock_acceleration(s, t0, t1, step=1e-3):
+    """q̈ on the clock by differences of the sampled q̇ (sampling in time order)."""
+    times = np.arange(t0, t1, step)
+    velocities = np.array([s.sample(t).velocities for t in times])
+    return times, velocities, np.diff(velocities, axis=0) / step
+
+
+@pytest.mark.parametrize('factor', [1.0, 0.5, 0.2])
+def test_a_stop_decelerates_within_the_limit_on_the_clock_whatever_the_factor(factor):
+    s = sampler(max_deceleration_on_cancel=DECELERATION, speed_scaling_factor=factor)
+    s.accept(move(2.0), NOW)
+    t_stop = NOW + 0.8 / factor                 # the same point of the move
+    before = s.sample(t_stop)
+    assert np.max(np.abs(before.velocities)) > 0.1 * factor
+    s.stop(t_stop)
+    times, velocities, accelerations = clock_acceleration(s, t_stop, t_stop + 4.0)
+    assert np.all(np.abs(accelerations) <= DECELERATION + 1e-6)
+    np.testing.assert_allclose(velocities[0], before.velocities, atol=1e-9)   # no step
+    assert not np.any(velocities[-1])
+    # shorter than a stop planned from the trajectory-time velocity with the plain limit
+    # (what running the stop in trajectory time without care would cover)
+    travel = np.abs(s.sample(times[-1]).positions - before.positions)
+    if factor < 1.0:
+        s_state = plain_state(factor, t_stop)
+        naive = deceleration_plan(s_state.positions, s_state.velocities, DECELERATION, 0.0,
+                                  s_state.accelerations).final
+        assert np.all(travel < np.abs(naive - before.positions))
+
+
+def plain_state(factor, t):
+    """The unscaled trajectory's reference at the trajectory time that factor gives at t."""
+    plain = sampler()
+    plain.accept(move(2.0), NOW)
+    return plain.sample(NOW + factor * (t - NOW))
+
+
+def test_a_factor_that_comes_during_a_stop_applies_after_it():
+    s = sampler(max_deceleration_on_cancel=DECELERATION, speed_scaling_rate_limit=4.0)
+    s.accept(move(2.0), NOW)
+    s.set_speed_scaling_factor(0.5, NOW + 0.5)
+    s.stop(NOW + 1.0)
+    s.set_speed_scaling_factor(0.0, NOW + 1.01)     # would cut the stop short on the clock
+    times, velocities, accelerations = clock_acceleration(s, NOW + 1.0, NOW + 3.0)
+    assert np.all(np.abs(accelerations) <= DECELERATION + 1e-6)
+    assert s.speed_scaling_factor(NOW + 1.2) == 0.5             # frozen during the stop
+    assert s.speed_scaling_factor(times[-1] + 0.5) == 0.0       # then the new one
+
+
+def test_a_stop_while_paused_stays_where_the_reference_stood_when_the_factor_returns():
+    s = sampler(max_deceleration_on_cancel=DECELERATION, speed_scaling_rate_limit=4.0)
+    s.accept(move(2.0), NOW)
+    s.set_speed_scaling_factor(0.0, NOW + 0.8)       # paused from NOW + 1.05
+    paused = s.sample(NOW + 1.5).positions
+    s.stop(NOW + 1.5)
+    s.set_speed_scaling_factor(1.0, NOW + 2.0)
+    for t in (NOW + 2.5, NOW + 5.0):
+        ref = s.sample(t)
+        np.testing.assert_array_equal(ref.positions, paused)
+        assert not ref.velocities.any()
+    assert s.speed_scaling_factor(NOW + 5.0) == 1.0
