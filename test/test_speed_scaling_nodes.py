@@ -202,3 +202,49 @@ def test_the_initial_factor_parameter_and_jtc_s_hardware_interfaces():
                                          parameter_overrides=[override])
         finally:
             harness.close()
+
+
+def test_decelerate_on_cancel_under_speed_scaling_keeps_its_limit_and_a_paused_arm_still():
+    from test_jtc_options_nodes import DECELERATION, Loop, MOVE, TestDecelerateOnCancel
+    loop = Loop('constraints.decelerate_on_cancel:=true', 'speed_scaling.rate_limit:=4.0', *(
+        f'constraints.joint_{i + 1}.max_deceleration_on_cancel:={a}'
+        for i, a in enumerate(DECELERATION)))
+    try:
+        factor = loop.client.create_publisher(SpeedScalingFactor, TOPIC, LATCHED)
+        loop.harness.spin_until(lambda: factor.get_subscription_count() > 0,
+                                'the ~/speed_scaling_input subscription')
+        # at half speed, cancelled mid-move while the factor starts to fall: within the limit
+        handle = loop.send(loop.move([2 * v for v in MOVE], seconds=1.5))
+        factor.publish(SpeedScalingFactor(factor=0.5))
+        loop.wait_moving(speed=0.3)
+        loop.harness.spin_until(lambda: loop.client.states[-1].speed_scaling_factor == 0.5,
+                                'half speed')
+        sent, before = loop.plant.sim_time, len(loop.client.states)
+        cancel = handle.cancel_goal_async()
+        factor.publish(SpeedScalingFactor(factor=0.1))         # applies after the stop
+        loop.harness.spin_until(cancel.done, 'the cancel response')
+        assert loop.outcome(handle)[0] == GoalStatus.STATUS_CANCELED
+        loop.settle(1.5)
+        TestDecelerateOnCancel.assert_decelerates_to_rest(
+            loop, loop.client.states[before - 1:], sent)
+        assert loop.client.states[-1].speed_scaling_factor == pytest.approx(0.1)
+        # paused mid-move, cancelled, then the factor back to 1: the arm stays
+        factor.publish(SpeedScalingFactor(factor=1.0))
+        handle = loop.send(loop.move(MOVE, seconds=1.5))
+        loop.wait_moving(speed=0.3)
+        factor.publish(SpeedScalingFactor(factor=0.0))
+        loop.harness.spin_until(lambda: loop.client.states[-1].speed_scaling_factor == 0.0,
+                                'the pause')
+        loop.settle(0.3)
+        held = np.array(loop.client.states[-1].reference.positions)
+        cancel = handle.cancel_goal_async()
+        loop.harness.spin_until(cancel.done, 'the cancel response')
+        assert loop.outcome(handle)[0] == GoalStatus.STATUS_CANCELED
+        factor.publish(SpeedScalingFactor(factor=1.0))
+        loop.settle(1.0)
+        assert loop.client.states[-1].speed_scaling_factor == 1.0
+        np.testing.assert_allclose(loop.client.states[-1].reference.positions, held,
+                                   atol=1e-12)
+        assert np.all(np.abs(np.asarray(loop.plant.q) - held) < 2e-3)
+    finally:
+        loop.close()
