@@ -318,6 +318,27 @@ class TestLiveOptions:
         assert not refused[0].successful
         assert 'allow_nonzero_velocity_at_trajectory_end' in refused[0].reason
 
+    def test_allow_partial_joints_goal_is_live_as_in_jtc(self, loop):
+        controller = loop.controller
+        q0 = np.asarray(loop.plant.q).copy()
+        held = np.delete(loop.client.states[-1].reference.positions, 1)
+        partial = FollowJointTrajectory.Goal(trajectory=JointTrajectory(
+            joint_names=['joint_2'], points=[JointTrajectoryPoint(
+                positions=[float(q0[1]) + 0.05], time_from_start=duration(0.5))]))
+        status, result = loop.outcome(loop.send(partial))
+        assert result.error_code == Result.INVALID_JOINTS
+        assert 'allow_partial_joints_goal is false' in result.error_string
+        assert controller.set_parameters([Parameter('allow_partial_joints_goal',
+                                                    value=True)])[0].successful
+        try:
+            status, result = loop.outcome(loop.send(partial))
+            assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        finally:
+            controller.set_parameters([Parameter('allow_partial_joints_goal', value=False)])
+        reference = np.asarray(loop.client.states[-1].reference.positions)
+        assert reference[1] == pytest.approx(q0[1] + 0.05)        # moved
+        np.testing.assert_allclose(np.delete(reference, 1), held, atol=1e-12)  # held
+
     def test_velocity_only_goals_are_integrated_when_allowed(self, loop):
         controller = loop.controller
         q0 = np.asarray(loop.plant.q).copy()
