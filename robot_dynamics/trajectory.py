@@ -288,9 +288,10 @@ def stop_duration(v0, a0, max_deceleration):
     acceleration a0: short enough to be useful, long enough that |q̈| never exceeds
     max(max_deceleration, |a0|), and at least MIN_STOP (q̈_d then returns to 0 without a
     jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from
-    (v0, a0) to (0, 0) on [0, T], so q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0 at s = t / T: its largest
-    magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is found by bisection
-    (q̈ = 0 for a joint at rest: T = 0)."""
+    (v0, a0) to (0, 0) on [0, T], so at s = t / T
+        q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0,
+    whose largest magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is
+    found by bisection (a joint at rest: T = 0)."""
     if v0 == 0.0 and a0 == 0.0:
         return 0.0
     limit = max(float(max_deceleration), abs(a0))
@@ -328,9 +329,9 @@ def _shifted(c, s):
 
 def deceleration_plan(positions, velocities, max_deceleration, now, accelerations=None):
     """Each joint from (q, q̇, q̈) at `now` to rest (JTC's decelerate_on_cancel) with its
-    deceleration never beyond STOP_SHARE · max_deceleration[i]; unlike JTC's constant deceleration (a
-    step in q̈_d at the start and at the end, which a computed-torque controller turns into
-    torque steps) q̇ is a cubic Hermite from (q̇0, q̈0) to rest over `stop_duration`, so q̈_d
+    deceleration never beyond STOP_SHARE · max_deceleration[i]; unlike JTC's constant
+    deceleration (a step in q̈_d at the start and at the end, which a computed-torque law
+    turns into torque steps) q̇ is a cubic Hermite from (q̇0, q̈0) to rest over `stop_duration`, so q̈_d
     is continuous: with q̈0 = 0 the stop takes 1.5 |q̇0| / (0.9 a) (JTC: |q̇0| / a) and ends
     q̇0 T / 2 + q̈0 T² / 12 from where it began. A `_Plan` of quartic pieces between the
     joints' stop times; a joint at rest holds at once."""
@@ -346,7 +347,7 @@ def deceleration_plan(positions, velocities, max_deceleration, now, acceleration
         plan.hold = False                   # a (trivial) stop trajectory, as JTC's
         plan.armed = False
         return plan
-    # q(t) per joint in powers of t: q0, q̇0, q̈0/2, c2/3, c3/4 with q̇ = q̇0 + q̈0 t + c2 t² + c3 t³
+    # q(t) per joint in powers of t: q0, q̇0, q̈0/2, c2/3, c3/4, q̇ = q̇0 + q̈0 t + c2 t² + c3 t³
     polynomials = np.zeros((p0.size, 6))
     for i, T in enumerate(stop):
         if T > 0.0:

@@ -33,6 +33,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from robot_dynamics.dynamics import mass_matrix  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
+from robot_dynamics.nodes.ros_params import ConfigurationError  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402
 from ros_testing import PUMA, RosHarness, SIM  # noqa: E402
@@ -317,6 +318,27 @@ class TestLiveOptions:
         assert not refused[0].successful
         assert 'allow_nonzero_velocity_at_trajectory_end' in refused[0].reason
 
+    def test_allow_partial_joints_goal_is_live_as_in_jtc(self, loop):
+        controller = loop.controller
+        q0 = np.asarray(loop.plant.q).copy()
+        held = np.delete(loop.client.states[-1].reference.positions, 1)
+        partial = FollowJointTrajectory.Goal(trajectory=JointTrajectory(
+            joint_names=['joint_2'], points=[JointTrajectoryPoint(
+                positions=[float(q0[1]) + 0.05], time_from_start=duration(0.5))]))
+        status, result = loop.outcome(loop.send(partial))
+        assert result.error_code == Result.INVALID_JOINTS
+        assert 'allow_partial_joints_goal is false' in result.error_string
+        assert controller.set_parameters([Parameter('allow_partial_joints_goal',
+                                                    value=True)])[0].successful
+        try:
+            status, result = loop.outcome(loop.send(partial))
+            assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        finally:
+            controller.set_parameters([Parameter('allow_partial_joints_goal', value=False)])
+        reference = np.asarray(loop.client.states[-1].reference.positions)
+        assert reference[1] == pytest.approx(q0[1] + 0.05)        # moved
+        np.testing.assert_allclose(np.delete(reference, 1), held, atol=1e-12)  # held
+
     def test_velocity_only_goals_are_integrated_when_allowed(self, loop):
         controller = loop.controller
         q0 = np.asarray(loop.plant.q).copy()
@@ -419,3 +441,43 @@ class TestInterpolationNone:
                 np.testing.assert_array_equal(reference, p2)
         ts = [stamp_seconds(s) - start for s in loop.client.states[before:]]
         assert min(ts) < 0.2 and max(ts) > 0.7          # every phase was seen
+
+
+# ========================================================================== start-up values
+
+@pytest.mark.parametrize('name, value, words', [
+    ('interpolation_method', 'linear', r"interpolation_method: 'linear' is not one of"),
+    ('cmd_timeout', -1.0, r'cmd_timeout'),
+    ('constraints.joint_3.max_deceleration_on_cancel', -2.0,
+     r'constraints\.joint_3\.max_deceleration_on_cancel'),
+    ('allow_integration_in_goal_trajectories', 'yes',
+     r'allow_integration_in_goal_trajectories'),
+])
+def test_a_bad_value_at_start_up_is_one_error_naming_the_parameter(name, value, words):
+    harness = RosHarness(PUMA)
+    try:
+        with pytest.raises(ConfigurationError, match=words):
+            ComputedTorqueController(context=harness.context,
+                                     parameter_overrides=[Parameter(name, value=value)])
+    finally:
+        harness.close()
+
+
+def test_decelerate_on_cancel_without_a_deceleration_for_every_joint_holds_at_once():
+    """As JTC: a joint whose max_deceleration_on_cancel is 0 turns the feature off, with
+    one error line naming its parameter."""
+    harness = RosHarness(PUMA, overrides=['constraints.decelerate_on_cancel:=true', *(
+        f'constraints.{j}.max_deceleration_on_cancel:=2.0' for j in JOINTS[:-1])])
+    try:
+        controller = harness.add(ComputedTorqueController(context=harness.context))
+        assert controller.sampler.max_deceleration_on_cancel is None
+        complete = RosHarness(PUMA, overrides=['constraints.decelerate_on_cancel:=true', *(
+            f'constraints.{j}.max_deceleration_on_cancel:=2.0' for j in JOINTS)])
+        try:
+            other = ComputedTorqueController(context=complete.context)
+            np.testing.assert_array_equal(other.sampler.max_deceleration_on_cancel, [2.0] * 6)
+            other.destroy_node()
+        finally:
+            complete.close()
+    finally:
+        harness.close()

@@ -312,3 +312,26 @@ def test_goal_acceleration_tolerance_waits_for_rest_then_succeeds_or_times_out()
     late = monitor(goal=StateTolerances(np.zeros(3), np.zeros(3), np.full(3, 0.1)))
     late.check(2.0, z, z, reference())
     assert late.check(2.6, z, np.full(3, 0.6), reference()).code == GOAL_TOLERANCE_VIOLATED
+
+
+# ---------------------------------------------------------------------- with speed scaling
+
+def test_under_speed_scaling_the_stop_is_continuous_and_cmd_timeout_counts_trajectory_time():
+    s = sampler(max_deceleration_on_cancel=[2.0, 2.0, 2.0])
+    s.accept(command(point(2.0, Q0 + 1.0, [0.5] * 3), point(4.0, Q0 + 2.0, [0.0] * 3)), NOW)
+    s.set_speed_scaling_factor(0.5, NOW)            # reached at NOW + 0.25 (rate 2 s⁻¹)
+    before = s.sample(NOW + 1.0)
+    assert before.speed_scaling_factor == 0.5
+    s.stop(NOW + 1.0)
+    after = s.sample(NOW + 1.0)
+    np.testing.assert_allclose(after.positions, before.positions, atol=1e-12)
+    np.testing.assert_allclose(after.velocities, before.velocities, atol=1e-12)
+    t = np.arange(NOW + 1.0, NOW + 5.0, 0.01)
+    qdd = np.array([s.sample(x).accelerations for x in t])
+    assert np.all(np.abs(qdd) <= 2.0 + 1e-9)
+    assert not s.sample(NOW + 5.0).velocities.any()
+    timed = sampler()
+    timed.accept(command(point(1.0, Q0 + 0.1)), NOW)
+    timed.set_speed_scaling_factor(0.5, NOW)        # 1 s of trajectory ≈ 2 s of clock
+    assert not timed.command_timed_out(NOW + 2.0, 0.2)
+    assert timed.command_timed_out(NOW + 2.8, 0.2)

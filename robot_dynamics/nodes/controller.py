@@ -45,7 +45,7 @@ FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are
 LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
                 'constraints.stopped_velocity_tolerance', 'cmd_timeout')
 LIVE_FLAGS = ('allow_nonzero_velocity_at_trajectory_end',
-              'allow_integration_in_goal_trajectories')
+              'allow_integration_in_goal_trajectories', 'allow_partial_joints_goal')
 PAYLOAD_KEYS = ('mass', 'com', 'inertia')
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
 
@@ -239,7 +239,7 @@ class ComputedTorqueController(Node):
         self.joint_constraints = JointConstraints(self, self.joints)   # constraints.<joint>.*
         allow_partial = as_bool('allow_partial_joints_goal', declare(
             self, 'allow_partial_joints_goal', False, 'accept trajectories naming a subset '
-            'of joints (the others hold their reference)', read_only=True))
+            'of joints (the others hold their reference)'))
         self.publish_state = as_bool('publish_state', declare(
             self, 'publish_state', True, 'publish ~/reference, ~/feedback, ~/error and '
             '~/output (at most state_publish_rate)', read_only=True))
