@@ -468,7 +468,7 @@ class PlantSimulator(Node):
         q, qd = self.q, self.qd
         if self._brakes_hold(now):         # the joints stay where they are
             qd, tau = np.zeros(self.model.n), np.zeros(self.model.n)
-            self.stop_effort = qd
+            self.stop_effort = np.zeros(self.model.n)
         elif self._stops is None:
             for _ in range(self.steps_per_tick * ticks):
                 q, qd = self._step(self.model, q, qd, tau, self.dt)
