@@ -106,7 +106,7 @@ class JointStops:
 
     `step(stepper, model, q, qd, tau, dt)` integrates one step of `stepper` (a METHODS
     entry) with the stops' efforts inside the dynamics and returns (q, q̇, stop effort at
-    the end of the step (n,)). Far from the stops (start and end of the plain step inside
+    the end of the step (n,), read-only). Far from the stops (start and end of the plain step inside
     the limits) it is the plain step, unchanged (bit for bit); otherwise the step is redone
     with the stop efforts added to τ at every stage (RK4) or evaluation (Euler), and a joint
     more than `max_penetration` beyond its limit is put back there without its outward
@@ -127,6 +127,9 @@ class JointStops:
         self.damping_ratio = float(damping_ratio)
         self.any = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self._gains = None       # (model, dt, q, k, c) of the last `gains`
+        self._inside = None      # the last plain step's result, known to be inside
+        self._zero = np.zeros(self.lower.shape)
+        self._zero.setflags(write=False)     # returned as the stop effort far from the stops
 
     def inside(self, q):
         """True when every joint is within its limits (limits included)."""
@@ -176,11 +179,12 @@ class JointStops:
         """One step of `stepper` with the stops; (q, q̇, stop effort (n,))."""
         if not self.any:
             q_next, qd_next = stepper(model, q, qd, tau, dt)
-            return q_next, qd_next, np.zeros_like(q_next)
-        if self.inside(q):       # at a stop already: the plain step would be redone
-            q_next, qd_next = stepper(model, q, qd, tau, dt)
+            return q_next, qd_next, self._zero
+        if q is self._inside or self.inside(q):   # else at a stop: the plain step would
+            q_next, qd_next = stepper(model, q, qd, tau, dt)   # be redone
             if self.inside(q_next):
-                return q_next, qd_next, np.zeros_like(q_next)
+                self._inside = q_next
+                return q_next, qd_next, self._zero
         k, c = self.gains(model, q, dt)
         fd = dynamics.forward_dynamics
 
