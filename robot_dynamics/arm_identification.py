@@ -764,8 +764,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     h_j = np.empty((n, p))
     for j in range(n):
         rows = Y[mask[:, j], j]
-        G_j[j] = rows.T @ rows
-        h_j[j] = rows.T @ y[mask[:, j], j]
+        # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
+        G_j[j] = np.einsum('kp,kq->pq', rows, rows)
+        h_j[j] = np.einsum('kp,k->p', rows, y[mask[:, j], j])
     timing['normal equations'] = time.perf_counter() - start
     start = time.perf_counter()
     # ordinary, then weighted least squares on the base parameters: σ_j and excitation
@@ -855,7 +856,10 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
     problem.solve(solver=chosen, **kwargs)
     if problem.status not in ('optimal', 'optimal_inaccurate') or x.value is None:
         raise RuntimeError(f'identify_arm: the semidefinite program ended {problem.status}')
-    return phi0 + std * np.asarray(x.value)
+    phi = phi0 + std * np.asarray(x.value)
+    joint_terms = (np.arange(p) % k >= 10) & (np.arange(p) % k < 13)
+    phi[joint_terms] = np.maximum(phi[joint_terms], 0.0)       # solver rounding (≈ -1e-13)
+    return phi
 
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
@@ -1039,7 +1043,9 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
             qdd * factor
 
     def objective(x):
-        _, _, q, qd, qdd = trajectory(x)
+        return _log_condition(*trajectory(x)[2:])
+
+    def _log_condition(q, qd, qdd):
         Y = base.regressor(arm_regressor(model, q, qd, qdd, offset=offset))
         if 'weights' not in cache:
             tau = dynamics.inverse_dynamics(model, q, qd, qdd)
@@ -1068,6 +1074,22 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
         if result.fun < value:
             value, x = result.fun, result.x
     a, b, *_ = trajectory(x)
+    # the bounds were imposed at the optimisation's samples: check them on a fine grid
+    # (2000 points per period) and scale a joint down where it exceeds one between samples
+    fine = Excitation(duration, omega, q0, a, b)
+    dq, qd, qdd = fine.sample(np.linspace(0.0, 2.0 * math.pi / omega, 2001))
+    dq = dq - q0
+    with np.errstate(divide='ignore', invalid='ignore'):
+        factor = np.ones(n)
+        for excess, room in ((np.max(dq, axis=0), up), (np.max(-dq, axis=0), down),
+                             (np.max(np.abs(qd), axis=0), limits['velocity']),
+                             (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
+            factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
+    factor = np.nan_to_num(factor)
+    a, b = a * factor[:, None], b * factor[:, None]
+    if np.any(factor < 1.0):
+        q, qd, qdd = Excitation(duration, omega, q0, a, b).sample(t)
+        value = _log_condition(q, qd, qdd)
     return Excitation(duration, omega, q0, a, b, condition=math.exp(value), limits=limits)
 
 
