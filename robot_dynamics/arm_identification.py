@@ -547,6 +547,7 @@ class _Prepared(NamedTuple):
     qd: np.ndarray
     qdd: np.ndarray      # derivative of the filtered velocity
     tau: np.ndarray      # filtered with the same filter
+    coulomb: np.ndarray  # the filtered sign(q̇): the Coulomb column, filtered like τ
     mask: np.ndarray     # (K, n) bool: joint row usable (moving faster than friction_velocity)
     raw_samples: int
 
@@ -593,7 +594,8 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
     of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
-    Recordings are resampled onto a uniform grid (their median step) first.
+    Recordings are resampled onto a uniform grid (their median step) first. The Coulomb
+    column sign(q̇) is computed at the full rate and filtered with the same filter.
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
     measured effort); paired with the state at t_k and the central difference of q̇.
@@ -625,20 +627,25 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
         if grid.size <= 4 * edge + 20:
             continue                            # too short to filter
         qf, qdf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, qdg, taug))
+        # the Coulomb column, filtered like every other term of τ: filtering does not
+        # commute with sign(), and sign(filtered q̇) would be a step where the filtered
+        # effort has a ramp ~1/cutoff long at every reversal
+        coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
         if effort_timing == 'instant':
             qddf = np.gradient(qdf, step, axis=0)
         else:
             qddf = np.diff(qdf, axis=0) / step
             qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
+            coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
             tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
         keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep]))
+        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep]))
     if not pieces:
         raise ValueError('t: no recording long enough to filter (need more than '
                          f'{4.0 / cutoff_frequency:.3g} s of regularly sampled data)')
-    qf, qdf, qddf, tauf = (np.concatenate(parts) for parts in zip(*pieces))
+    qf, qdf, qddf, tauf, coulomb = (np.concatenate(parts) for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
-    return _Prepared(qf, qdf, qddf, tauf, mask, raw)
+    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw)
 
 
 # ---------------------------------------------------------------------- estimator
@@ -802,6 +809,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     timing['base parameters'] = time.perf_counter() - start
     start = time.perf_counter()
     Y = arm_regressor(prior_model, data.q, data.qd, data.qdd, offset=offset)
+    k = _per_index(offset)
+    for j in range(n):
+        Y[:, j, j * k + 12] = data.coulomb[:, j]
     timing['regressor'] = time.perf_counter() - start
     start = time.perf_counter()
     y = data.tau
@@ -826,7 +836,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     residual = y - Y[..., ix] @ beta0
     sigma = np.array([math.sqrt(np.mean(residual[mask[:, j], j] ** 2))
                       if np.any(mask[:, j]) else scale0[j] for j in range(n)])
-    sigma = np.maximum(sigma, 1e-6 * scale0)
+    # at least 0.1 % of each joint's RMS effort: exact (simulated) data would otherwise
+    # weigh the data 10⁸ times the prior and leave the conic solver without precision
+    sigma = np.maximum(sigma, 1e-3 * scale0)
     weights = 1.0 / sigma ** 2
     G_b, _ = _weighted(G_j, h_j, weights, ix)
     d = np.sqrt(np.diag(G_b))
@@ -900,11 +912,20 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
         constraints.append(0.5 * (J + J.T) >> eps)
         constraints.append(phi[o + 10:o + 13] >= 0.0)
     problem = cp.Problem(objective, constraints)
-    kwargs = {'verbose': verbose}
-    chosen = solver or ('CLARABEL' if 'CLARABEL' in cp.installed_solvers() else None)
-    problem.solve(solver=chosen, **kwargs)
-    if problem.status not in ('optimal', 'optimal_inaccurate') or x.value is None:
-        raise RuntimeError(f'identify_arm: the semidefinite program ended {problem.status}')
+    installed = cp.installed_solvers()
+    solvers = [solver] if solver else [s for s in ('CLARABEL', 'SCS') if s in installed]
+    status = 'not solved'
+    for name in solvers or [None]:
+        try:
+            problem.solve(solver=name, verbose=verbose)
+        except cp.error.SolverError as error:
+            status = f'{name} failed ({error})'
+            continue
+        status = problem.status
+        if status in ('optimal', 'optimal_inaccurate') and x.value is not None:
+            break
+    else:
+        raise RuntimeError(f'identify_arm: the semidefinite program was not solved: {status}')
     phi = phi0 + std * np.asarray(x.value)
     joint_terms = (np.arange(p) % k >= 10) & (np.arange(p) % k < 13)
     phi[joint_terms] = np.maximum(phi[joint_terms], 0.0)       # solver rounding (≈ -1e-13)
@@ -921,6 +942,8 @@ def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=1
     data = _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
                     effort_timing)
     predicted = dynamics.inverse_dynamics(model, data.q, data.qd, data.qdd)
+    # Coulomb friction as filtered like the efforts (see `_prepare`)
+    predicted += model.coulomb_friction * (data.coulomb - np.sign(data.qd))
     if offset is not None:
         predicted = predicted + np.asarray(offset, dtype=float)
     error = data.tau - predicted
