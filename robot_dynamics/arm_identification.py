@@ -41,8 +41,11 @@ Public API
     file must hold so that `RobotModel.from_params` of the merged block gives this model.
 ``physical_consistency_issues(model_or_phi, n=None) -> list[str]``
     what is not physically consistent ([] when all is).
-``identify_arm(prior_model, t, q, qd, tau, offset=False, ...) -> ArmIdentification``
+``identify_arm(prior_model, t, q, qd, tau, offset=False, ..., effort_timing='instant') -> ArmIdentification``
     the estimator (below). t, q, qd, tau: one recording (K,), (K, n)... or lists of them.
+    effort_timing: 'instant' (a measured effort), 'held_after' (`closed_loop_experiment`)
+    or 'held_before' (the plant node's /joint_states: the effort held over the step that
+    ends at the message's time); see `_prepare`.
 ``validation_errors(model, t, q, qd, tau, ...) -> (rms (n,), relative (n,))``
     RMS effort error of a model on recorded data, and relative to the RMS measured effort.
 ``optimal_excitation(model, duration, q0, seed=0, ...) -> Excitation``
@@ -66,10 +69,11 @@ the friction bounds are plain linear constraints. Its size does not grow with th
 the rows are reduced to normal equations first (p ≤ 98 unknowns for 7 joints with offsets).
 Measured (benchmarks/identification.py, 60 s at 1 kHz, noise σ_q = 1 mrad, σ_q̇ =
 0.01 rad/s, 1 % effort noise, plant ±30 % from the prior with drive friction and rotor
-inertia): relative RMS torque error on an unseen validation motion 0.03–0.2 % per joint
-(PUMA 560) and 0.07–0.4 % (Panda) against the noise-free efforts, every identified set
-physically consistent; `identify_arm` on the Panda's 60 000 samples takes about 3–5 s on a
-loaded two-core machine (timing per stage in `ArmIdentification.timing`).
+inertia): relative RMS torque error on an unseen validation motion 0.01–0.11 % per joint
+(PUMA 560) and 0.02–0.43 % (Panda) against the noise-free efforts, every identified set
+physically consistent; `identify_arm` on the Panda's 60 000 samples takes about 2 s on a
+loaded two-core machine, plus 1–4 s to import scipy.signal and cvxpy in a fresh process
+(timing per stage in `ArmIdentification.timing`).
 
 References
 ----------
