@@ -103,7 +103,7 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
            'physical_consistency_issues', 'identify_arm', 'ArmIdentification',
            'validation_errors', 'optimal_excitation', 'Excitation', 'perturbed_model',
            'closed_loop_experiment', 'Experiment', 'excitation_limits', 'drive_terms', 'pseudo_inertia',
-           'LINK_PARAMETERS', 'JOINT_PARAMETERS']
+           'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS']
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
