@@ -15,7 +15,8 @@
 - cleanup: back to unconfigured, the topics are destroyed; shutdown: from any state (from
   active: zero effort first).
 
-The executable applies the `realtime.*` options (doc/realtime.md) after each configure.
+The executable applies the `realtime.*` options (doc/realtime.md) after each configure and
+drops them again on cleanup (unconfigured: normal priority, every CPU it had).
 """
 
 import math

@@ -155,13 +155,17 @@ def spin(node, executor, running):
 
 def spin_applying_realtime(node, executor, running):
     """`spin` for a node whose model comes later and may come again (a managed node's
-    configure): the executor, and `realtime.enter_loop` once each new model is in place."""
+    configure): the executor, `realtime.enter_loop` once each new model is in place and
+    `realtime.leave_loop` once it is gone (cleanup: unconfigured, normal priority)."""
     model = None
     while running() and node.context.ok():
         executor.spin_once()
-        if node.model is not None and node.model is not model:
+        if node.model is not model:
+            if model is not None:
+                realtime.leave_loop(node)
             model = node.model
-            realtime.enter_loop(node)
+            if model is not None:
+                realtime.enter_loop(node)
 
 
 def own_loop_after_the_model(loop_of):
