@@ -23,8 +23,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
-from ros_testing import (call_service, doubles, move_to, PUMA, REPO, resting_state,
-                          RosHarness)
+from ros_testing import (call_service, doubles, move_to, ProcessOutput, PUMA, REPO,
+                          resting_state, RosHarness)
 
 lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -287,23 +287,30 @@ def test_urdf_from_the_topic_configure_fails_until_it_has_come():
 
 
 def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly():
-    """`controller_managed` as a process: unconfigured until told, then the same
-    transitions over DDS; SIGINT ends it with exit status 0."""
+    """`controller_managed` as a process: says at once that it is unconfigured, stays so
+    until told, then the same transitions over DDS; SIGINT ends it with exit status 0.
+    The process's start-up (its first line) and the discovery of its services are waited
+    for separately, so that a failure says which of the two did not happen, with the
+    time line of what the process printed."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     process = subprocess.Popen(
         [sys.executable, '-m', 'robot_dynamics.nodes.managed_controller', '--ros-args',
          '--params-file', PUMA], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
+    output = ProcessOutput(process)
     harness = RosHarness()
     failure = None
     try:
         operator = harness.add(Operator(harness.context))
+        harness.spin_until(lambda: output.seen('unconfigured: bring it up with')
+                           or process.poll() is not None, 'the start-up line')
+        started = time.monotonic() - output.start
         harness.spin_until(lambda: operator.change_state.service_is_ready()
                            and operator.get_state.service_is_ready()
                            and operator.set_parameters.service_is_ready()
-                           or process.poll() is not None, 'the lifecycle services',
-                           wall_limit=150.0)     # a process start and discovery on a busy machine
+                           or process.poll() is not None,
+                           f'the lifecycle services (the process started after {started:.1f} s)')
         assert process.poll() is None
         reachable(harness, operator)
         stream_for(harness, operator, 0.2)
@@ -316,17 +323,18 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         assert transition(harness, operator, 'deactivate')
         stream_until(harness, operator, lambda: operator.efforts[-1] == ZERO, 'zero effort')
     except AssertionError as error:
-        failure = error         # reported below, with what the process printed
+        failure = error         # reported below, with what the process printed and when
     finally:
         harness.close()
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
         try:
-            out, _ = process.communicate(timeout=20)
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-            out, _ = process.communicate()
-    assert failure is None, f'{failure}\n--- controller_managed printed:\n{out}'
+            process.wait()
+    out = output.text()
+    assert failure is None, f'{failure}\n--- controller_managed printed:\n{output.timeline()}'
     assert process.returncode == 0, out
     assert 'configured (inactive)' in out and 'Traceback' not in out
 

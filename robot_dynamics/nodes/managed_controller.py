@@ -45,6 +45,8 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self.lifecycle_state = 'unconfigured'
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
+        self.get_logger().info(f'unconfigured: bring it up with `ros2 lifecycle set '
+                               f'{self.get_fully_qualified_name()} configure`, then activate')
 
     # ------------------------------------------------------------------ transitions
 
