@@ -162,8 +162,12 @@ def _declare_robot_block(node):
             declare(node, name, None, 'robot model parameter', read_only=True)
     block = robot_block(node)
     if not block:
-        raise ConfigurationError('robot: no robot parameters given (pass a parameter file '
-                                 'with a "robot" block, e.g. --params-file puma560.yaml)')
+        raise ConfigurationError(
+            f'robot: no robot parameters given to {node.get_fully_qualified_name()} (pass a '
+            'parameter file with a "robot" block under "/**:" or '
+            f'"{node.get_fully_qualified_name()}:", e.g. --params-file '
+            'config/puma560.yaml in the repository, '
+            '<prefix>/share/robot_dynamics/config/puma560.yaml installed)')
     return block
 
 
