@@ -38,7 +38,8 @@ ROBOT_PARAMETERS = (
     ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),
     ('effort_max', 'per joint effort limit [N m | N]; efforts are clipped to +-effort_max'),
     ('payload.mass', 'payload on the last link [kg]'),
-    ('payload.com', 'payload centre of mass in the last link frame [m]'),
+    ('payload.com', 'payload centre of mass in the last link frame (DH: the last DH frame; '
+                    'URDF: the tip_link frame) [m]'),
     ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
                         '[kg m^2]'),
     ('accept_nonphysical_inertia', 'true: the inertias are known to be non-physical '
@@ -267,7 +268,8 @@ class RobotDescriptionListener:
 
 def payload_model(model, changes):
     """`model` with the payload keys in `changes` (robot.payload.mass [kg], .com [m],
-    .inertia [kg m^2], last link frame) replaced; the others are kept. Cheap enough for a
+    .inertia [kg m^2], in the last DH frame or the URDF's tip_link frame) replaced; the
+    others are kept. Cheap enough for a
     parameter callback: the new model shares the compiled kernels of `model` (the last
     body's inertial parameters are runtime inputs of the generated code)."""
     payload = model.payload
