@@ -53,6 +53,10 @@ ROBOT_PARAMETERS = (
 )
 
 
+# No payload unless one is given: robot.payload.* read back 0, not unset
+PAYLOAD_DEFAULTS = {'payload.mass': 0.0, 'payload.com': [0.0] * 3,
+                    'payload.inertia': [0.0] * 6}
+
 # YAML's null as rcl's parameter-file parser reads it (a string)
 YAML_NULLS = ('null', 'Null', 'NULL', '~')
 
@@ -153,8 +157,8 @@ def _declare_robot_block(node):
     for key, description in ROBOT_PARAMETERS:
         live = key.startswith('payload.')      # settable at runtime (the nodes rebuild)
         suffix = '; settable at runtime' if live else ''
-        declare(node, 'robot.' + key, None, description + suffix, read_only=not live,
-                minimum=0.0 if key == 'payload.mass' else None)
+        declare(node, 'robot.' + key, PAYLOAD_DEFAULTS.get(key), description + suffix,
+                read_only=not live, minimum=0.0 if key == 'payload.mass' else None)
     # Other robot.* keys of the parameter file are passed on too: RobotModel names the
     # unknown ones in its error (or reads them, if it knows more keys than listed here).
     overrides = getattr(node, '_parameter_overrides', {}) or {}
