@@ -290,3 +290,14 @@ def test_plant_and_controller_stamp_diagnostics_on_the_simulated_clock():
                 name, later, plant.sim_time, wall)
     finally:
         harness.close()
+
+
+def test_dev_py_sim_passes_ros_args_on(tmp_path):
+    """`dev.py sim --duration D -- --ros-args ...` as the README shows it."""
+    kp = '[400.0, 400.0, 400.0, 400.0, 400.0, 400.0]'
+    code, stdout, stderr = run([os.path.join(REPO, 'tools', 'dev.py'), '--python',
+                                sys.executable, 'sim', '--duration', '0.3', '--',
+                                '--ros-args', '-p', f'gains.kp:={kp}', '--log-level', 'warn'],
+                               cwd=tmp_path)
+    assert code == 0, stderr
+    assert 'simulated 0.3' in stdout and '[INFO]' not in stderr, stderr
