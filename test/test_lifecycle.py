@@ -306,11 +306,16 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         harness.spin_until(lambda: output.seen('unconfigured: bring it up with')
                            or process.poll() is not None, 'the start-up line')
         started = time.monotonic() - output.start
-        harness.spin_until(lambda: operator.change_state.service_is_ready()
-                           and operator.get_state.service_is_ready()
-                           and operator.set_parameters.service_is_ready()
-                           or process.poll() is not None,
-                           f'the lifecycle services (the process started after {started:.1f} s)')
+        try:
+            harness.spin_until(lambda: operator.change_state.service_is_ready()
+                               and operator.get_state.service_is_ready()
+                               and operator.set_parameters.service_is_ready()
+                               or process.poll() is not None, 'the lifecycle services')
+        except AssertionError as error:      # what this side of DDS saw of the process
+            raise AssertionError(
+                f'{error} (the process started after {started:.1f} s); seen from here: '
+                f'nodes {operator.get_node_names_and_namespaces()}, services '
+                f'{[name for name, _ in operator.get_service_names_and_types()]}') from None
         assert process.poll() is None
         reachable(harness, operator)
         stream_for(harness, operator, 0.2)
@@ -354,4 +359,35 @@ def test_a_configure_failing_after_the_topics_exist_leaves_none_behind():
         assert not list(controller.timers) and controller.model is None
         assert controller.lifecycle_state == 'unconfigured'
     finally:
+        harness.close()
+
+
+def test_a_destroyed_managed_controller_leaves_the_graph_without_a_garbage_collection():
+    """rclpy leaves a lifecycle node's state machine to the garbage collector, and it keeps
+    the node alive: a destroyed managed controller stayed on the graph with its lifecycle
+    services, which a later `/computed_torque_controller` (e.g. the executable started by
+    the test above) then shared its service names with. Destroyed, it must be gone at
+    once (garbage collection off meanwhile, so that it cannot tidy up for us)."""
+    import gc
+    harness = RosHarness(PUMA)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        observer = harness.add(Node('graph_observer', context=harness.context))
+        for configure in (False, True):
+            controller = ManagedComputedTorqueController(context=harness.context)
+            if configure:
+                assert controller.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            harness.spin_until(lambda: 'computed_torque_controller'
+                               in observer.get_node_names(), 'the controller on the graph')
+            controller.destroy_node()
+            harness.spin_until(
+                lambda: 'computed_torque_controller' not in observer.get_node_names()
+                and not {f'{CONTROLLER}/{service}' for service in (
+                    'change_state', 'get_state', 'set_parameters')}
+                & {name for name, _ in observer.get_service_names_and_types()},
+                'the destroyed controller gone from the graph', wall_limit=30.0)
+    finally:
+        if enabled:
+            gc.enable()
         harness.close()

@@ -143,6 +143,16 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
     def _keep_model(self, model, joints):
         self._described = (model, joints)
 
+    def destroy_node(self):
+        """As the unmanaged node's, then the lifecycle state machine: rclpy leaves it to the
+        garbage collector, and until it is collected it keeps the node itself alive, so the
+        destroyed node stayed on the ROS graph with its lifecycle services listed (a later
+        node of the same name in the same process, or a client looking for it, saw both)."""
+        super().destroy_node()
+        machine = getattr(self, '_state_machine', None)
+        if machine is not None and hasattr(machine, 'destroy_when_not_in_use'):
+            machine.destroy_when_not_in_use()
+
     def add_on_set_parameters_callback(self, callback):
         """As Node's; the callbacks added by configure are removed by cleanup."""
         configured = getattr(self, '_configured', None)     # None: during Node.__init__
