@@ -286,6 +286,23 @@ def test_urdf_from_the_topic_configure_fails_until_it_has_come():
         harness.close()
 
 
+def fresh_participant_finds(service, wall_limit=20.0):
+    """For a failure message: whether a new context (a DDS participant of its own) finds
+    `service` within `wall_limit` s, telling a stuck participant of this test from a
+    process nobody can reach."""
+    probe = RosHarness()
+    try:
+        node = probe.add(Node('discovery_probe', context=probe.context))
+        client = node.create_client(GetState, service)
+        try:
+            probe.spin_until(client.service_is_ready, service, wall_limit=wall_limit)
+        except AssertionError:
+            return f'did not find {service} either within {wall_limit:g} s'
+        return f'found {service}'
+    finally:
+        probe.close()
+
+
 def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly():
     """`controller_managed` as a process: says at once that it is unconfigured, stays so
     until told, then the same transitions over DDS; SIGINT ends it with exit status 0.
@@ -315,7 +332,8 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
             raise AssertionError(
                 f'{error} (the process started after {started:.1f} s); seen from here: '
                 f'nodes {operator.get_node_names_and_namespaces()}, services '
-                f'{[name for name, _ in operator.get_service_names_and_types()]}') from None
+                f'{[name for name, _ in operator.get_service_names_and_types()]}; a new '
+                f'participant {fresh_participant_finds(CONTROLLER + "/get_state")}') from None
         assert process.poll() is None
         reachable(harness, operator)
         stream_for(harness, operator, 0.2)
