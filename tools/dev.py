@@ -50,7 +50,9 @@ def requirements(distro):
     # optional accelerator) in the kilted venv only, so that CI tests the numba backend
     # there and its absence with jazzy
     extras = ['numba'] if distro == 'kilted' else []
-    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib'] + extras
+    # scipy and cvxpy: the optional 'identification' extra (whole-arm identification)
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'scipy',
+                  'cvxpy'] + extras
 
 
 def base_python():
