@@ -166,7 +166,7 @@ def _declare_robot_block(node):
         if name.startswith('robot.') and not node.has_parameter(name):
             declare(node, name, None, 'robot model parameter', read_only=True)
     block = robot_block(node)
-    if not block:
+    if all(key in PAYLOAD_DEFAULTS for key in block):     # nothing but the payload defaults
         raise ConfigurationError(
             f'robot: no robot parameters given to {node.get_fully_qualified_name()} (pass a '
             'parameter file with a "robot" block under "/**:" or '
