@@ -211,9 +211,13 @@ class Diagnostics:
                                 values=[KeyValue(key=k, value=str(v))
                                         for k, v in report.values])
 
+    def stamp(self):
+        """The header stamp: the node's clock (simulated time with use_sim_time)."""
+        return self._node.get_clock().now().to_msg()
+
     def publish(self):
         msg = DiagnosticArray(status=[self.status()])
-        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.header.stamp = self.stamp()
         self._publisher.publish(msg)
 
 
@@ -298,6 +302,12 @@ class PlantDiagnostics(Diagnostics):
     def __init__(self, node):
         self._counters = self._read(node)
         super().__init__(node, 'simulation loop', self._describe_plant, 0.0)
+
+    def stamp(self):
+        """The plant's own time, as on its /joint_states: with publish_clock the simulated
+        time it publishes on /clock (the other nodes' clock under use_sim_time), so all
+        of one simulation's /diagnostics share one clock; else the node clock."""
+        return self._node._stamp()
 
     @staticmethod
     def _read(node):
