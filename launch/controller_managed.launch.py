@@ -35,7 +35,7 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
-from robot_dynamics.nodes import bringup
+from robot_dynamics.nodes.common import bringup
 
 
 def controller_actions(context):

@@ -29,7 +29,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from robot_dynamics.nodes import bringup
+from robot_dynamics.nodes.common import bringup
 
 
 def visual_nodes(context, installed=bringup.package_installed):

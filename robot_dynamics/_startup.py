@@ -2,7 +2,7 @@
 rclpy, ...): exit status 130 (128 + SIGINT, the shell's convention) with one line, instead
 of a KeyboardInterrupt traceback from whichever import was running. Installed by the
 package's `__init__` only when the process is one of its executables; once rclpy is
-initialised the executables' own handler (robot_dynamics.nodes.runner.StopRequest) takes
+initialised the executables' own handler (robot_dynamics.nodes.common.runner.StopRequest) takes
 over, and restores this one when it is done. Standard library only."""
 
 import os

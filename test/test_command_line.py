@@ -21,11 +21,11 @@ from rclpy.node import Node
 
 from robot_dynamics import _startup
 from robot_dynamics.nodes import sim
-from robot_dynamics.nodes.params_file import (command_line_parameters, node_name_of,
+from robot_dynamics.nodes.common.params_file import (command_line_parameters, node_name_of,
                                               node_sections, section_applies)
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.ros_params import ConfigurationError
-from robot_dynamics.nodes.runner import logger_name, sections_hint, unknown_parameters
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.runner import logger_name, sections_hint, unknown_parameters
 
 TIMEOUT = 120    # s: a safety net against hangs, not a timing assertion
 KP = [400.0, 410.0, 420.0, 430.0, 440.0, 450.0]     # not config/sim.yaml's 100

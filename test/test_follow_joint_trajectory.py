@@ -34,7 +34,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint,  # noqa: E402
                                  MultiDOFJointTrajectoryPoint)
 
-from robot_dynamics.nodes import follow_joint_trajectory  # noqa: E402
+from robot_dynamics.nodes.trajectories import follow_joint_trajectory  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402

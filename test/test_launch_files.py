@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 import yaml
 
-from robot_dynamics.nodes import bringup
+from robot_dynamics.nodes.common import bringup
 from robot_dynamics.urdf import parse_urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,7 +15,7 @@ from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from ros_testing import PUMA, REPO, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

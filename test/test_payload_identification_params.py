@@ -10,8 +10,8 @@ from rclpy.parameter import Parameter
 
 from robot_dynamics.identification import PayloadEstimate, PayloadEstimator
 from robot_dynamics.nodes.controller import ComputedTorqueController
-from robot_dynamics.nodes.payload_identification import estimate_messages
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.identification.payload_identification import estimate_messages
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from ros_testing import PUMA, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
@@ -169,7 +169,7 @@ def test_payload_parameters_read_back_zero_before_any_apply(controller):
 def test_a_mass_within_three_standard_deviations_of_zero_is_no_payload():
     """The estimate of an arm carrying nothing (7e-7 kg, its centre of mass far out):
     reported as no payload; a mass 5 standard deviations above zero is a payload."""
-    from robot_dynamics.nodes.payload_identification import no_payload
+    from robot_dynamics.nodes.identification.payload_identification import no_payload
     empty = estimate(7e-7)._replace(com=np.array([0.36, 0.0, 0.0]))
     assert no_payload(empty) and no_payload(estimate(0.03))
     assert not no_payload(estimate(0.05)) and not no_payload(estimate(2.5))

@@ -20,12 +20,12 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.nodes import realtime
+from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.realtime import (apply_to_threads, enter_loop, parse_options,
+from robot_dynamics.nodes.common.realtime import (apply_to_threads, enter_loop, parse_options,
                                            RealtimeOptions)
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -235,7 +235,7 @@ def test_enter_loop_does_nothing_with_the_options_off(monkeypatch):
 
 
 def test_the_garbage_collector_is_frozen_with_the_start_up_objects():
-    code = ('import gc\nfrom robot_dynamics.nodes.realtime import quiet_garbage_collector\n'
+    code = ('import gc\nfrom robot_dynamics.nodes.common.realtime import quiet_garbage_collector\n'
             'survivor = [[i] for i in range(1000)]\n'
             'frozen = quiet_garbage_collector()\n'
             'print(frozen, gc.get_freeze_count(), len(gc.get_objects()))\n')

@@ -26,8 +26,8 @@ import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
-from robot_dynamics.nodes.ros_params import ConfigurationError, declare_robot
-from robot_dynamics.nodes.runner import run, spin_applying_realtime
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare_robot
+from robot_dynamics.nodes.common.runner import run, spin_applying_realtime
 
 # Node entities created by configure and destroyed by cleanup: (property, destroy method).
 ENTITY_KINDS = (('publishers', 'destroy_publisher'), ('subscriptions', 'destroy_subscription'),

@@ -40,14 +40,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
-from robot_dynamics.nodes.diagnostics import measured, PlantDiagnostics
-from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
-from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
+from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
+from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
+from robot_dynamics.nodes.common.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
                                              ConfigurationError, declare, declare_robot,
                                              keep_float_types,
                                              payload_model)
-from robot_dynamics.nodes.realtime import declare_realtime
-from robot_dynamics.nodes.runner import own_loop_after_the_model, run
+from robot_dynamics.nodes.common.realtime import declare_realtime
+from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings

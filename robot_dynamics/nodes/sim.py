@@ -41,9 +41,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.params_file import ParamsFileError
-from robot_dynamics.nodes.runner import ros_session
-from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
+from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.nodes.common.runner import ros_session
+from robot_dynamics.nodes.common.ros_params import (as_float, as_floats, as_string, ConfigurationError,
                                              declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile

@@ -27,11 +27,11 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from robot_dynamics.nodes import realtime
-from robot_dynamics.nodes.params_file import (check_params_files, command_line_parameters,
+from robot_dynamics.nodes.common import realtime
+from robot_dynamics.nodes.common.params_file import (check_params_files, command_line_parameters,
                                               node_name_of, node_sections, params_files,
                                               ParamsFileError, section_applies)
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_GRACE_PERIOD = 2.0   # s: further signals within this of the first are the same stop

@@ -30,7 +30,7 @@ import resource
 import threading
 from typing import NamedTuple
 
-from robot_dynamics.nodes.ros_params import ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare
 
 MAX_PRIORITY = 99            # Linux SCHED_FIFO priorities are 1..99
 MCL_CURRENT, MCL_FUTURE = 1, 2
