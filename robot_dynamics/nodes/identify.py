@@ -1,0 +1,386 @@
+"""`ros2 run robot_dynamics identify`: identify the whole arm (every link's inertial
+parameters, rotor inertia, friction) from its own motion, and write the model as a
+parameter file the controller and the plant load after the robot's own (doc/identification.md).
+
+    identify excite [--duration 30] [--controller /computed_torque_controller] [--seed 0]
+                    [--joint-states-topic /joint_states] [--timeout 10] --record DIR
+    identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
+                      [--topic /joint_states] [--node computed_torque_controller]
+                      --output OUT.yaml
+
+`excite` reads the robot model and its limits from the running controller's parameters (as
+`excite` does), plans the trajectory optimised for identification from where the arm is
+(robot_dynamics.arm_identification.optimal_excitation; its condition number is printed),
+sends it through the controller (the FollowJointTrajectory action when the controller
+offers it, else its joint_trajectory topic) and records /joint_states at its full rate
+during the motion into the rosbag2 folder DIR (`ros2 bag info DIR` reads it).
+
+`estimate` builds the prior model from the parameter files (layered as ROS does: a later
+file overrides an earlier one key by key; the ``/**`` section, then the --node section),
+reads the recordings (robot_dynamics.joint_state_bag: any robot's ``ros2 bag record
+/joint_states`` with position, velocity and effort), identifies the model, prints for the
+prior and the identified model the per-joint RMS torque error and relative error on the
+validation data (--validate, else the last 20 % of the samples, held out), the condition
+number, the sample count and how the directions the data cannot determine were fixed, and
+writes OUT.yaml: ``/**: ros__parameters: robot:`` with the identified values, to load after
+the robot's file (``--params-file P --params-file OUT.yaml``).
+
+Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
+--timeout, or the motion did not end; 2 bad arguments or bad input (a missing bag, no
+JointState topic, joints missing, no efforts, a bad parameter file); 3 (estimate) the data
+do not excite the parameters (nothing written; which ones is printed), (excite) the goal
+was refused; 4 (excite) the goal was aborted or canceled; 130 stopped (Ctrl-C, SIGTERM).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import yaml
+
+from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
+from robot_dynamics.model import ParameterFileLoader, RobotModel
+
+BAD_INPUT = 2
+NOT_EXCITED = 3
+STOPPED = 130
+HELD_OUT = 0.2          # the fraction of the samples kept for validation without --validate
+CONTROLLER = '/computed_torque_controller'
+OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s own file,\n'
+                 '#   --ros-args --params-file ROBOT.yaml --params-file THIS.yaml\n')
+
+
+class InputError(ValueError):
+    """Bad input to `estimate`: one line, exit status 2."""
+
+
+def parse_arguments(argv):
+    """The subcommand and its options (without ROS arguments); exits with status 2."""
+    parser = argparse.ArgumentParser(
+        prog='identify', description='Identify the whole arm from its own motion: record '
+        'an optimised excitation, estimate, write a parameter file.')
+    commands = parser.add_subparsers(dest='command', required=True, metavar='{excite,estimate}')
+    excite = commands.add_parser(
+        'excite', help='send the optimised excitation through the running controller and '
+        'record /joint_states into a bag')
+    excite.add_argument('--duration', type=float, default=30.0,
+                        help='length of the motion [s] (default: 30)')
+    excite.add_argument('--controller', default=CONTROLLER,
+                        help=f'the controller node (default: {CONTROLLER}); its parameters '
+                        'give the model and limits, its joint_trajectory topic and '
+                        'follow_joint_trajectory action take the motion')
+    excite.add_argument('--seed', type=int, default=0,
+                        help='seed of the optimisation (default: 0)')
+    excite.add_argument('--joint-states-topic', default=DEFAULT_TOPIC, dest='states_topic')
+    excite.add_argument('--timeout', type=float, default=10.0,
+                        help='seconds to wait for the model, /joint_states and the '
+                        'controller, and past the end of the motion (default: 10)')
+    excite.add_argument('--record', required=True, metavar='DIR',
+                        help='the rosbag2 folder to write (must not exist)')
+    estimate = commands.add_parser(
+        'estimate', help='estimate from recordings and write a parameter file')
+    estimate.add_argument('--params-file', nargs='+', required=True, dest='params_files',
+                          metavar='P', help="the robot's parameter files (the prior model), "
+                          'layered in order')
+    estimate.add_argument('--bag', nargs='+', required=True, dest='bags', metavar='DIR',
+                          help='rosbag2 folders with sensor_msgs/JointState (position, '
+                          'velocity, effort)')
+    estimate.add_argument('--validate', metavar='DIR', default=None,
+                          help='a recording kept for validation only (default: the last 20 '
+                          '%% of the samples are held out)')
+    estimate.add_argument('--topic', default=None,
+                          help=f'the JointState topic in the bags (default: {DEFAULT_TOPIC}, '
+                          'or the only one)')
+    estimate.add_argument('--node', default=CONTROLLER.lstrip('/'),
+                          help='the node section of the parameter files read after "/**" '
+                          f'(default: {CONTROLLER.lstrip("/")})')
+    estimate.add_argument('--output', required=True, metavar='OUT.yaml',
+                          help='the parameter file to write')
+    args = parser.parse_args(argv)
+    if args.command == 'excite':
+        for name in ('duration', 'timeout'):
+            value = getattr(args, name)
+            if not (math.isfinite(value) and value > 0.0):
+                parser.error(f'--{name}: must be finite and > 0, got {value}')
+        if os.path.exists(args.record):
+            parser.error(f'--record: {args.record} exists already; give a new folder name')
+    return args
+
+
+# ---------------------------------------------------------------------- the prior model
+
+
+def layered_parameters(paths, node_name=None):
+    """(robot block, other parameters) of parameter files layered as rcl does: each file's
+    ``/**`` section, then its `node_name` section, overriding earlier values key by key
+    (flat, dotted names). A relative robot.urdf_file is taken from its file's folder."""
+    from robot_dynamics.nodes.params_file import check_params_file, ParamsFileError
+    sections = ['/**']
+    if node_name:
+        sections += [node_name.lstrip('/'), '/' + node_name.lstrip('/')]
+    merged = {}
+    for path in paths:
+        try:
+            check_params_file(path)
+        except ParamsFileError as error:
+            raise InputError(str(error)) from None
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.load(stream, Loader=ParameterFileLoader)
+        for section in sections:
+            params = (document.get(section) or {}).get('ros__parameters')
+            if not isinstance(params, dict):
+                continue
+            flat = _flatten(params)
+            urdf_file = flat.get('robot.urdf_file')
+            if isinstance(urdf_file, str) and urdf_file and not (
+                    os.path.isabs(urdf_file) or '://' in urdf_file):
+                flat['robot.urdf_file'] = os.path.join(
+                    os.path.dirname(os.path.abspath(path)), urdf_file)
+            merged.update(flat)
+    robot = {key[len('robot.'):]: value for key, value in merged.items()
+             if key.startswith('robot.')}
+    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
+    return robot, others
+
+
+def _flatten(mapping, prefix=''):
+    flat = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
+def prior_model(paths, node_name=None):
+    """(RobotModel, joint names, [model warnings]) from layered parameter files;
+    InputError with one line."""
+    robot, others = layered_parameters(paths, node_name)
+    if not robot:
+        raise InputError(f'params files {" ".join(paths)}: no robot block (expected '
+                         '"/**: ros__parameters: robot: ...", e.g. config/puma560.yaml)')
+    description = others.get('robot_description')
+    if robot.get('source') == 'urdf' and description and not (
+            robot.get('urdf') or robot.get('urdf_file')):
+        robot['urdf'] = description
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        try:
+            model = RobotModel.from_params(robot)
+        except ValueError as error:
+            raise InputError(f'params files {" ".join(paths)}: {error}') from None
+    joints = others.get('joints') or model.joint_names
+    if not joints:
+        raise InputError(f'params files {" ".join(paths)}: joints: missing (a list of joint '
+                         'names, in the order of the robot block)')
+    if isinstance(joints, str) or len(joints) != model.n or len(set(joints)) != model.n:
+        raise InputError(f'params files {" ".join(paths)}: joints: expected {model.n} '
+                         f'distinct names, got {joints!r}')
+    return model, tuple(joints), [str(w.message) for w in caught]
+
+
+# ---------------------------------------------------------------------- estimate
+
+
+def read_recordings(bags, joints, topic):
+    """The JointStateRecordings of `bags`; InputError (one line) for a bad one."""
+    recordings = []
+    for bag in bags:
+        try:
+            recordings.append(read_joint_states(bag, joints, topic))
+        except BagError as error:
+            raise InputError(str(error)) from None
+    return recordings
+
+
+def held_out(recordings, fraction=HELD_OUT):
+    """(estimation recordings, validation recordings): the last `fraction` of all samples
+    (in the order given) kept for validation."""
+    total = sum(len(r) for r in recordings)
+    keep = int(round((1.0 - fraction) * total))
+    estimation, validation = [], []
+    for recording in recordings:
+        if keep >= len(recording):
+            estimation.append(recording)
+        elif keep <= 0:
+            validation.append(recording)
+        else:
+            first, last = recording.split(keep / len(recording))
+            estimation.append(first)
+            validation.append(last)
+        keep -= len(recording)
+    return estimation, validation
+
+
+def pieces(recordings):
+    """The gap-free runs of samples of all recordings: [(t, q, qd, tau)]."""
+    return [(r.t[s], r.q[s], r.qd[s], r.tau[s]) for r in recordings for s in r.segments()]
+
+
+def format_table(joints, rows):
+    """Rows (label, per-joint values, unit) as aligned text."""
+    width = max(9, *(len(j) for j in joints))
+    label_width = max(len(label) for label, _, _ in rows)
+    lines = [' ' * (label_width + 2) + ''.join(f'{j:>{width + 1}}' for j in joints)]
+    for label, values, kind in rows:
+        cells = ''.join(f'{v:>{width + 1}.2%}' if kind == '%' else f'{v:>{width + 1}.4g}'
+                        for v in values)
+        lines.append(f'{label:<{label_width}}  {cells}')
+    return '\n'.join(lines)
+
+
+def estimate(args, out=print):
+    """`identify estimate`; returns the exit status. Prints its report with `out`."""
+    from robot_dynamics.nodes import identify_core as core
+    model, joints, notes = prior_model(args.params_files, args.node)
+    for note in notes:
+        out(f'prior model: {note}')
+    out(f'prior model: {model!r} from {" ".join(args.params_files)}; joints {list(joints)}')
+    recordings = read_recordings(args.bags, joints, args.topic)
+    if args.validate is not None:
+        validation = read_recordings([args.validate], joints, args.topic)
+        estimation = recordings
+        held = f'the recording {args.validate}'
+    else:
+        estimation, validation = held_out(recordings)
+        held = f'the last {HELD_OUT:.0%} of the samples, held out'
+    for recording in recordings + (validation if args.validate is not None else []):
+        out(recording.summary())
+        for note in recording.notes:
+            out(f'  {note}')
+    started = time.monotonic()
+    result = core.identify(model, pieces(estimation))
+    if result.not_excited:
+        out(f'not excited: the data do not determine {", ".join(result.not_excited)}; '
+            f'nothing written to {args.output} (record a longer or richer motion, e.g. '
+            '`identify excite`)')
+        return NOT_EXCITED
+    out(f'estimated from {result.samples} samples in {time.monotonic() - started:.1f} s; '
+        f'condition number {result.condition:.4g}')
+    for line in result.fixed:
+        out(f'fixed from the prior: {line}')
+    prior_errors = core.errors(model, pieces(validation))
+    identified_errors = core.errors(result.model, pieces(validation))
+    out(f'validation on {held} ({sum(len(p[0]) for p in pieces(validation))} samples):')
+    out(format_table(joints, [
+        ('RMS torque error, prior [N m | N]', prior_errors.rms, 'g'),
+        ('RMS torque error, identified', identified_errors.rms, 'g'),
+        ('relative error, prior', prior_errors.relative, '%'),
+        ('relative error, identified', identified_errors.relative, '%')]))
+    write_parameter_file(args.output, core.overrides(result.model), args, result)
+    out(f'wrote {args.output}: load it after the robot\'s file, --params-file '
+        f'{args.params_files[-1]} --params-file {args.output}')
+    return 0
+
+
+# ---------------------------------------------------------------------- the output file
+
+
+def yaml_value(value):
+    """A parameter value as rcl reads it: floats always with a point (4.0e-05, 2.0), one
+    type per list."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return '[' + ', '.join(yaml_value(v) for v in value) + ']'
+    if isinstance(value, (bool, np.bool_)):
+        return 'true' if value else 'false'
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f'non-finite value {value}')
+        text = repr(value)
+        if 'e' in text and '.' not in text.split('e')[0]:
+            mantissa, exponent = text.split('e')
+            text = f'{mantissa}.0e{exponent}'
+        elif 'e' not in text and '.' not in text:
+            text += '.0'
+        return text
+    return yaml.safe_dump(value, default_style='"').strip().removesuffix('...').strip()
+
+
+def _floats_in_lists(value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = list(value)
+        if any(isinstance(v, (float, np.floating)) for v in items):
+            return [float(v) for v in items]
+        return items
+    return value
+
+
+def parameter_file_text(robot, comments=()):
+    """The text of ``/**: ros__parameters: robot: ...`` with the (flat or nested) robot
+    keys, each list of one type."""
+    nested = {}
+    for key, value in _flatten(robot).items():
+        head = nested
+        parts = key.split('.')
+        for part in parts[:-1]:
+            head = head.setdefault(part, {})
+        head[parts[-1]] = _floats_in_lists(value)
+    lines = [OUTPUT_HEADER.rstrip('\n')] + [f'# {c}' for c in comments]
+    lines += ['/**:', '  ros__parameters:', '    robot:']
+
+    def emit(mapping, indent):
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                lines.append(f'{" " * indent}{key}:')
+                emit(value, indent + 2)
+            else:
+                lines.append(f'{" " * indent}{key}: {yaml_value(value)}')
+    emit(nested, 6)
+    return '\n'.join(lines) + '\n'
+
+
+def write_parameter_file(path, robot, args, result):
+    comments = [f'prior: {" ".join(args.params_files)}',
+                f'recordings: {" ".join(args.bags)}',
+                f'{result.samples} samples, condition number {result.condition:.4g}']
+    text = parameter_file_text(robot, comments)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temporary = f'{path}.tmp'
+    with open(temporary, 'w', encoding='utf-8') as stream:
+        stream.write(text)
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------- main
+
+
+def main(args=None):
+    argv = sys.argv if args is None else list(args)
+    try:
+        options = parse_arguments(_without_ros_args(argv)[1:])
+    except SystemExit as stop:        # --help (0) or a bad argument (2, said on stderr)
+        return stop.code
+    if options.command == 'excite':
+        from robot_dynamics.nodes.identify_excite import run_excite
+        return run_excite(argv, options)
+    try:
+        return estimate(options)
+    except InputError as error:
+        print(f'identify estimate: {error}', file=sys.stderr)
+        return BAD_INPUT
+
+
+def _without_ros_args(argv):
+    """argv without a ``--ros-args ... [--]`` part (estimate does not use ROS)."""
+    out, inside = [], False
+    for arg in argv:
+        if arg == '--ros-args':
+            inside = True
+        elif inside and arg == '--':
+            inside = False
+        elif not inside:
+            out.append(arg)
+    return out
+
+
+if __name__ == '__main__':
+    sys.exit(main())
