@@ -45,7 +45,8 @@ def requirements(distro):
     # optional accelerator) in the kilted venv only, so that CI tests the numba backend
     # there and its absence with jazzy
     extras = ['numba'] if distro == 'kilted' else []
-    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib'] + extras
+    # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS)
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'rosbags'] + extras
 
 
 def base_python():
