@@ -115,13 +115,11 @@ def parse_arguments(argv):
 
 
 def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as rcl does: each file's
-    ``/**`` section, then its `node_name` section, overriding earlier values key by key
+    """(robot block, other parameters) of parameter files layered as rcl does: in each file
+    the sections that apply to the node `node_name` (``/**``, its name, ``/**/name``, ...),
+    in the file's order, then the next file, each overriding earlier values key by key
     (flat, dotted names). A relative robot.urdf_file is taken from its file's folder."""
     from robot_dynamics.nodes.params_file import check_params_file, ParamsFileError
-    sections = ['/**']
-    if node_name:
-        sections += [node_name.lstrip('/'), '/' + node_name.lstrip('/')]
     merged = {}
     for path in paths:
         try:
@@ -130,9 +128,8 @@ def layered_parameters(paths, node_name=None):
             raise InputError(str(error)) from None
         with open(path, encoding='utf-8') as stream:
             document = yaml.load(stream, Loader=ParameterFileLoader)
-        for section in sections:
-            params = (document.get(section) or {}).get('ros__parameters')
-            if not isinstance(params, dict):
+        for section, params in _sections(document):
+            if not (isinstance(params, dict) and _applies(section, node_name)):
                 continue
             flat = _flatten(params)
             urdf_file = flat.get('robot.urdf_file')
@@ -145,6 +142,25 @@ def layered_parameters(paths, node_name=None):
              if key.startswith('robot.')}
     others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
     return robot, others
+
+
+def _sections(document, prefix=''):
+    """(node name pattern, ros__parameters) of a parameter file, namespaces nested."""
+    for key, value in document.items():
+        if not isinstance(value, dict):
+            continue
+        name = f'{prefix}/{str(key).strip("/")}'
+        if 'ros__parameters' in value:
+            yield name, value['ros__parameters']
+        yield from _sections({k: v for k, v in value.items() if k != 'ros__parameters'}, name)
+
+
+def _applies(pattern, node_name):
+    """rcl's node-name wildcards: ``/**`` any namespaces, ``*`` one token."""
+    import re
+    node = '/' + (node_name or '').strip('/')
+    regex = re.escape(pattern).replace(r'/\*\*', '(/[^/]+)*').replace(r'\*', '[^/]+')
+    return pattern == '/**' or re.fullmatch(regex, node) is not None
 
 
 def _flatten(mapping, prefix=''):
@@ -236,7 +252,6 @@ def format_table(joints, rows):
 
 def estimate(args, out=print):
     """`identify estimate`; returns the exit status. Prints its report with `out`."""
-    from robot_dynamics.nodes import identify_core as core
     model, joints, notes = prior_model(args.params_files, args.node)
     for note in notes:
         out(f'prior model: {note}')
@@ -253,6 +268,7 @@ def estimate(args, out=print):
         out(recording.summary())
         for note in recording.notes:
             out(f'  {note}')
+    from robot_dynamics.nodes import identify_core as core
     started = time.monotonic()
     result = core.identify(model, pieces(estimation))
     if result.not_excited:

@@ -155,7 +155,6 @@ def wait_for_topic_motion(node, duration, timeout):
 
 def run(node, options):
     """Returns the exit status."""
-    from robot_dynamics.arm_identification import optimal_excitation
     log = node.get_logger()
     deadline = time.monotonic() + options.timeout
     while not (node.ready() or node.error) and node.running():
@@ -167,6 +166,7 @@ def run(node, options):
         return STOPPED
     if node.error:
         return 1
+    from robot_dynamics.arm_identification import optimal_excitation
     start = np.array([node._latest[j] for j in node.joints])
     planning = time.monotonic()
     try:
