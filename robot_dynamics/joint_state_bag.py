@@ -17,8 +17,9 @@ Reading rules (each refusal is a `BagError` with one line that names the folder)
   messages lack one of them is refused, naming the field; a few such messages among
   complete ones are skipped and counted;
 * a sample with a non-finite value (NaN, inf) in a model joint is dropped and counted;
-* time is the header stamp; when the stamps are missing (zero) or go backwards, the bag's
-  receive time is used for the whole recording (`time_source` says which);
+* time is the header stamp; when the stamps are all zero (not set) or go backwards (some
+  set, some not; several clocks), the bag's receive time is used for the whole recording
+  (`time_source` says which);
 * samples with the same time as the previous one (a republished state) are dropped.
 
 The samples keep their time gaps: `JointStateRecording.segments` splits them where the time
@@ -245,7 +246,7 @@ def _recording(folder, topic, joints, rows, stamps, received, counts, where):
                          f'{what}')
     time_source = 'header stamps'
     t = stamps
-    if np.any(stamps <= 0.0) or np.any(np.diff(stamps) < 0.0):
+    if np.all(stamps == 0.0) or np.any(np.diff(stamps) < 0.0):
         t, time_source = received, 'receive times (the header stamps are zero or go back)'
     order = np.argsort(t, kind='stable')
     t, data = t[order], data[order]

@@ -50,6 +50,7 @@ NOT_EXCITED = 3
 STOPPED = 130
 HELD_OUT = 0.2          # the fraction of the samples kept for validation without --validate
 CONTROLLER = '/computed_torque_controller'
+PER_LINK = {'com': 3, 'inertia': 6}    # written one link per line
 OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s own file,\n'
                  '#   --ros-args --params-file ROBOT.yaml --params-file THIS.yaml\n')
 
@@ -251,7 +252,9 @@ def format_table(joints, rows):
 
 
 def estimate(args, out=print):
-    """`identify estimate`; returns the exit status. Prints its report with `out`."""
+    """`identify estimate`; returns the exit status. Prints its report with `out`; raises
+    InputError (exit status 2) for bad input."""
+    started = time.monotonic()
     model, joints, notes = prior_model(args.params_files, args.node)
     for note in notes:
         out(f'prior model: {note}')
@@ -260,7 +263,7 @@ def estimate(args, out=print):
     if args.validate is not None:
         validation = read_recordings([args.validate], joints, args.topic)
         estimation = recordings
-        held = f'the recording {args.validate}'
+        held = args.validate
     else:
         estimation, validation = held_out(recordings)
         held = f'the last {HELD_OUT:.0%} of the samples, held out'
@@ -268,27 +271,39 @@ def estimate(args, out=print):
         out(recording.summary())
         for note in recording.notes:
             out(f'  {note}')
+    read_time = time.monotonic() - started
     from robot_dynamics.nodes import identify_core as core
-    started = time.monotonic()
-    result = core.identify(model, pieces(estimation))
+    try:
+        result = core.identify(model, pieces(estimation))
+    except ValueError as error:
+        raise InputError(f'the estimation data: {error}') from None
+    out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
+        f'filtering and decimation; condition number {result.condition:.4g}')
     if result.not_excited:
-        out(f'not excited: the data do not determine {", ".join(result.not_excited)}; '
-            f'nothing written to {args.output} (record a longer or richer motion, e.g. '
-            '`identify excite`)')
+        out(f'not excited: the data do not determine {"; ".join(result.not_excited)}. '
+            f'Nothing written to {args.output}: record a longer or richer motion (e.g. '
+            '`identify excite`) and estimate again')
         return NOT_EXCITED
-    out(f'estimated from {result.samples} samples in {time.monotonic() - started:.1f} s; '
-        f'condition number {result.condition:.4g}')
-    for line in result.fixed:
-        out(f'fixed from the prior: {line}')
-    prior_errors = core.errors(model, pieces(validation))
-    identified_errors = core.errors(result.model, pieces(validation))
-    out(f'validation on {held} ({sum(len(p[0]) for p in pieces(validation))} samples):')
+    out(f'unidentifiable directions: {result.fixed}')
+    out('physically consistent: ' + ('yes (every link\'s pseudo-inertia positive definite; '
+                                     'armature and friction >= 0)' if not result.consistency
+                                     else 'NO: ' + '; '.join(result.consistency)))
+    try:
+        prior_errors = core.errors(model, pieces(validation))
+        identified_errors = core.errors(result.model, pieces(validation))
+    except ValueError as error:
+        raise InputError(f'the validation data ({held}): {error}') from None
+    out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '
+        'relative: / RMS measured effort)')
     out(format_table(joints, [
-        ('RMS torque error, prior [N m | N]', prior_errors.rms, 'g'),
-        ('RMS torque error, identified', identified_errors.rms, 'g'),
+        ('RMS error, prior [N m | N]', prior_errors.rms, 'g'),
+        ('RMS error, identified [N m | N]', identified_errors.rms, 'g'),
         ('relative error, prior', prior_errors.relative, '%'),
         ('relative error, identified', identified_errors.relative, '%')]))
-    write_parameter_file(args.output, core.overrides(result.model), args, result)
+    write_parameter_file(args.output, core.overrides(result.model), args, result, held,
+                         prior_errors, identified_errors)
+    stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
+    out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
     out(f'wrote {args.output}: load it after the robot\'s file, --params-file '
         f'{args.params_files[-1]} --params-file {args.output}')
     return 0
@@ -347,16 +362,28 @@ def parameter_file_text(robot, comments=()):
             if isinstance(value, dict):
                 lines.append(f'{" " * indent}{key}:')
                 emit(value, indent + 2)
+            elif isinstance(value, list) and key in PER_LINK and len(value) > PER_LINK[key]:
+                rows = [', '.join(yaml_value(v) for v in value[i:i + PER_LINK[key]])
+                        for i in range(0, len(value), PER_LINK[key])]
+                margin = ' ' * (indent + len(key) + 3)
+                lines.append(f'{" " * indent}{key}: [' + f',\n{margin}'.join(rows) + ']')
             else:
                 lines.append(f'{" " * indent}{key}: {yaml_value(value)}')
     emit(nested, 6)
     return '\n'.join(lines) + '\n'
 
 
-def write_parameter_file(path, robot, args, result):
+def _percentages(values):
+    return '[' + ', '.join(f'{100.0 * v:.2f} %' for v in values) + ']'
+
+
+def write_parameter_file(path, robot, args, result, held, prior_errors, identified_errors):
     comments = [f'prior: {" ".join(args.params_files)}',
                 f'recordings: {" ".join(args.bags)}',
-                f'{result.samples} samples, condition number {result.condition:.4g}']
+                f'{result.samples} samples used, condition number {result.condition:.4g}',
+                f'validation ({held}), relative effort error per joint: prior '
+                f'{_percentages(prior_errors.relative)}, identified '
+                f'{_percentages(identified_errors.relative)}']
     text = parameter_file_text(robot, comments)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)

@@ -11,10 +11,13 @@ from robot_dynamics import arm_identification
 
 class Estimate(NamedTuple):
     model: object          # the identified RobotModel
-    samples: int           # samples used
-    condition: float       # condition number of the (weighted) base regressor
+    samples: int           # samples used (after filtering and decimation)
+    raw_samples: int       # samples read
+    condition: float       # condition number of the weighted base regressor
     not_excited: list      # what the data do not determine ([] when all is identified)
-    fixed: list            # how the directions the data cannot determine were fixed
+    fixed: str             # how the directions the data cannot determine were fixed
+    consistency: list      # physical-consistency issues of the estimate ([] expected)
+    timing: dict           # seconds per stage
 
 
 class Errors(NamedTuple):
@@ -27,18 +30,22 @@ def _columns(pieces):
 
 
 def identify(prior, pieces):
-    """Estimate from [(t, q, qd, tau)] gap-free recordings."""
+    """Estimate from [(t, q, qd, tau)] gap-free recordings; ValueError for data that
+    cannot be used (e.g. too short to filter)."""
     t, q, qd, tau = _columns(pieces)
     result = arm_identification.identify_arm(prior, t, q, qd, tau)
-    return Estimate(result.model, int(result.samples), float(result.condition),
-                    list(result.not_excited), list(result.fixed))
+    return Estimate(result.model, int(result.samples), int(result.raw_samples),
+                    float(result.condition_number), list(result.not_excited),
+                    str(result.fixed), list(result.consistency), dict(result.timing))
 
 
 def errors(model, pieces):
+    """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)]."""
     t, q, qd, tau = _columns(pieces)
     rms, relative = arm_identification.validation_errors(model, t, q, qd, tau)
     return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
 
 
 def overrides(model):
+    """The robot keys of the parameter file (nested dict)."""
     return arm_identification.robot_params_overrides(model)
