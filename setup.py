@@ -18,7 +18,7 @@ setup(
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
     extras_require={'test': ['pytest', 'hypothesis'], 'plot': ['matplotlib'],
-                    'bags': ['rosbags']},
+                    'identification': ['scipy', 'cvxpy'], 'bags': ['rosbags']},
     zip_safe=True,
     maintainer='Seed c3c1a8f9 maintainers',
     maintainer_email='maintainers@users.noreply.a-seed-c3c1a8f9.example',

@@ -81,7 +81,7 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
            'BaseParameters', 'model_with_parameters', 'robot_params_overrides',
            'physical_consistency_issues', 'identify_arm', 'ArmIdentification',
            'validation_errors', 'optimal_excitation', 'Excitation', 'perturbed_model',
-           'closed_loop_experiment', 'Experiment', 'excitation_limits', 'pseudo_inertia',
+           'closed_loop_experiment', 'Experiment', 'excitation_limits', 'drive_terms', 'pseudo_inertia',
            'LINK_PARAMETERS', 'JOINT_PARAMETERS']
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
@@ -337,16 +337,20 @@ def _elimination_order(model, offset):
 def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
     """The base parameters of `model` found numerically (Gautier 1991).
 
-    The regressor is stacked at `samples` random states (default 20·p / n, at least 50;
+    The regressor is stacked at `samples` random states (default 6·p / n, at least 30;
     positions uniform within the limits, ±π or ±0.5 m without, velocities and
     accelerations standard normal), its columns scaled to unit norm, and the columns are
     taken greedily in `_elimination_order`: a column is independent when its distance to
     the span of those kept exceeds `tolerance` (relative; a QR factorisation with this
     order). Each other column is a combination of the kept ones, Y_d = Y_b C, so
     Y φ = Y_b (φ_b + C φ_d) = Y_b β: K = [I | C] in φ's order."""
+    key = ('_arm_id_base', offset, samples, tolerance, seed)
+    cached = model.__dict__.get(key)
+    if cached is not None:
+        return cached
     rng = np.random.default_rng(seed)
     p = model.n * _per_index(offset)
-    count = samples if samples is not None else max(50, int(math.ceil(20 * p / model.n)))
+    count = samples if samples is not None else max(30, int(math.ceil(6 * p / model.n)))
     Y = arm_regressor(model, *_random_states(model, count, rng), offset=offset).reshape(-1, p)
     norms = np.linalg.norm(Y, axis=0)
     norms[norms <= 1e-10 * np.max(norms)] = 0.0          # no effect (to rounding)
@@ -368,8 +372,10 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
     K = C * scale[None, :] / scale[independent][:, None]
     K[np.abs(K) < 1e-12] = 0.0
     K[np.arange(len(independent)), independent] = 1.0
-    return BaseParameters(names=parameter_names(model, offset), independent=independent,
-                          K=K, rank=len(independent), tolerance=tolerance)
+    result = BaseParameters(names=parameter_names(model, offset), independent=independent,
+                            K=K, rank=len(independent), tolerance=tolerance)
+    model.__dict__[key] = result          # a model is immutable: its base parameters too
+    return result
 
 
 # ---------------------------------------------------------------------- models from φ
@@ -663,12 +669,37 @@ def _prior_std(model, phi0, offset, relative):
     return std.reshape(-1)
 
 
-def _weighted_rows(Y, y, mask, sigma):
-    """Rows of the weighted problem: joint j's equations divided by sigma_j, masked rows
-    dropped; returns (N, p), (N,)."""
-    Yw = Y / sigma[None, :, None]
-    yw = y / sigma[None, :]
-    return Yw[mask], yw[mask]
+def _weighted(G_j, h_j, weights, columns):
+    """Σ_j w_j G_j and Σ_j w_j h_j, restricted to `columns` (None: all)."""
+    G = np.tensordot(weights, G_j, axes=1)
+    h = weights @ h_j
+    if columns is not None:
+        G, h = G[np.ix_(columns, columns)], h[columns]
+    return G, h
+
+
+def _normal_solve(G, h):
+    """Least-squares solution of the normal equations G x = h (columns scaled first;
+    directions without information left at zero)."""
+    d = np.sqrt(np.diag(G))
+    d = np.where(d > 0.0, d, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(G / np.outer(d, d))
+    kept = eigenvalues > 1e-12 * eigenvalues[-1]
+    x = vectors[:, kept] @ ((vectors[:, kept].T @ (h / d)) / eigenvalues[kept])
+    return x / d
+
+
+def _compress(G, h):
+    """R (r, p), z (r,) with ‖R φ − z‖² = φᵀ G φ − 2 hᵀ φ + const (G = AᵀA, h = Aᵀb):
+    the least-squares problem ‖A φ − b‖² in p unknowns whatever A's number of rows."""
+    d = np.sqrt(np.diag(G))
+    d = np.where(d > 0.0, d, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(G / np.outer(d, d))
+    kept = eigenvalues > 1e-13 * eigenvalues[-1]
+    root = np.sqrt(eigenvalues[kept])
+    R = (root[:, None] * vectors[:, kept].T) * d[None, :]
+    z = (vectors[:, kept].T @ (h / d)) / root
+    return R, z
 
 
 def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0,
@@ -725,40 +756,51 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     timing['regressor'] = time.perf_counter() - start
     start = time.perf_counter()
     y = data.tau
-    mask = data.mask.copy()
-    # ordinary then weighted least squares on the base parameters: σ_j and excitation
-    Yb = Y[..., base.independent]
-    scale0 = np.sqrt(np.mean(y ** 2, axis=0)) + 1e-9
-    A, b = _weighted_rows(Yb, y, mask, scale0)
-    beta0, *_ = np.linalg.lstsq(A, b, rcond=None)
-    residual = y - Yb @ beta0
+    mask = data.mask
+    # per-joint normal equations (one matrix product each; no growing QR): any row
+    # weighting is then a weighted sum of them
+    p = Y.shape[-1]
+    G_j = np.empty((n, p, p))
+    h_j = np.empty((n, p))
+    for j in range(n):
+        rows = Y[mask[:, j], j]
+        # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
+        G_j[j] = np.einsum('kp,kq->pq', rows, rows)
+        h_j[j] = np.einsum('kp,k->p', rows, y[mask[:, j], j])
+    timing['normal equations'] = time.perf_counter() - start
+    start = time.perf_counter()
+    # ordinary, then weighted least squares on the base parameters: σ_j and excitation
+    ix = base.independent
+    scale0 = np.array([math.sqrt(np.mean(y[mask[:, j], j] ** 2)) if np.any(mask[:, j])
+                       else 1.0 for j in range(n)]) + 1e-9
+    beta0 = _normal_solve(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
+    residual = y - Y[..., ix] @ beta0
     sigma = np.array([math.sqrt(np.mean(residual[mask[:, j], j] ** 2))
                       if np.any(mask[:, j]) else scale0[j] for j in range(n)])
     sigma = np.maximum(sigma, 1e-6 * scale0)
-    A, b = _weighted_rows(Yb, y, mask, sigma)
-    norms = np.linalg.norm(A, axis=0)
-    An = A / np.where(norms > 0, norms, 1.0)
-    _, singular, Vt = np.linalg.svd(An, full_matrices=False)
-    condition = (float(singular[0] / singular[-1]) if singular[-1] > 0.0 else math.inf)
+    weights = 1.0 / sigma ** 2
+    G_b, _ = _weighted(G_j, h_j, weights, ix)
+    d = np.sqrt(np.diag(G_b))
+    d = np.where(d > 0.0, d, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(G_b / np.outer(d, d))
+    condition = (math.sqrt(eigenvalues[-1] / eigenvalues[0]) if eigenvalues[0] > 0.0
+                 else math.inf)
     not_excited = [f'joint{j + 1} (did not move faster than {friction_velocity:g})'
                    for j in range(n) if not np.any(mask[:, j])]
     if not condition <= max_condition:
         names = base.base_names
-        weak = singular < singular[0] / max_condition
-        for v in Vt[weak]:
-            for c in np.flatnonzero(np.abs(v) > 0.3):
-                label = names[c]
-                if label not in not_excited:
-                    not_excited.append(label)
+        weak = eigenvalues < eigenvalues[-1] / max_condition ** 2
+        for v in vectors[:, weak].T:
+            for c in np.argsort(-np.abs(v)):
+                if abs(v[c]) < 0.3:
+                    break
+                if names[c] not in not_excited:
+                    not_excited.append(names[c])
     timing['least squares'] = time.perf_counter() - start
     start = time.perf_counter()
-    # the compressed full-parameter problem
-    Af, bf = _weighted_rows(Y, y, mask, sigma)
-    p = Y.shape[-1]
-    R = np.zeros((p + 1, p + 1))
-    top = np.linalg.qr(np.column_stack((Af, bf)), mode='r')
-    R[:top.shape[0]] = top[:p + 1]
-    R, z = R[:p, :p], R[:p, p]
+    # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
+    G, h = _weighted(G_j, h_j, weights, None)
+    R, z = _compress(G, h)
     timing['compression'] = time.perf_counter() - start
     start = time.perf_counter()
     phi0 = arm_parameters(prior_model, offset)
@@ -768,6 +810,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     issues = physical_consistency_issues(phi, n)
     model = model_with_parameters(prior_model, phi)
     fit = y - Y @ phi
+    timing['total'] = sum(timing.values())
     rms = np.array([math.sqrt(np.mean(fit[mask[:, j], j] ** 2)) if np.any(mask[:, j])
                     else math.nan for j in range(n)])
     fixed = (f'{base.rank} of {p} parameter combinations (the base parameters) are '
@@ -813,7 +856,10 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
     problem.solve(solver=chosen, **kwargs)
     if problem.status not in ('optimal', 'optimal_inaccurate') or x.value is None:
         raise RuntimeError(f'identify_arm: the semidefinite program ended {problem.status}')
-    return phi0 + std * np.asarray(x.value)
+    phi = phi0 + std * np.asarray(x.value)
+    joint_terms = (np.arange(p) % k >= 10) & (np.arange(p) % k < 13)
+    phi[joint_terms] = np.maximum(phi[joint_terms], 0.0)       # solver rounding (≈ -1e-13)
+    return phi
 
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
@@ -932,7 +978,7 @@ def excitation_limits(model, velocity_margin=0.8, acceleration_margin=0.5,
 
 
 def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=0.1,
-                       samples=120, candidates=8, iterations=40, limits=None,
+                       samples=60, candidates=8, iterations=20, limits=None,
                        offset=False, **margins):
     """An excitation trajectory for `identify_arm`: a finite Fourier series per joint
     (`Excitation`) from q0 at rest back to q0 at rest, optimised so that the weighted base
@@ -997,19 +1043,22 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
             qdd * factor
 
     def objective(x):
-        _, _, q, qd, qdd = trajectory(x)
+        return _log_condition(*trajectory(x)[2:])
+
+    def _log_condition(q, qd, qdd):
         Y = base.regressor(arm_regressor(model, q, qd, qdd, offset=offset))
         if 'weights' not in cache:
             tau = dynamics.inverse_dynamics(model, q, qd, qdd)
             cache['weights'] = 1.0 / np.maximum(np.sqrt(np.mean(tau ** 2, axis=0)), 1e-3)
         Y = (Y * cache['weights'][None, :, None]).reshape(-1, Y.shape[-1])
-        norms = np.linalg.norm(Y, axis=0)
-        if np.any(norms == 0.0):
+        G = Y.T @ Y
+        d = np.sqrt(np.diag(G))
+        if not np.all(d > 0.0):
             return 50.0
-        singular = np.linalg.svd(Y / norms, compute_uv=False)
-        if not singular[-1] > 0.0:
+        eigenvalues = np.linalg.eigvalsh(G / np.outer(d, d))
+        if not eigenvalues[0] > 1e-20:
             return 50.0
-        return math.log(singular[0] / singular[-1])
+        return 0.5 * math.log(eigenvalues[-1] / eigenvalues[0])
 
     rng = np.random.default_rng(seed)
     best = None
@@ -1025,6 +1074,22 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
         if result.fun < value:
             value, x = result.fun, result.x
     a, b, *_ = trajectory(x)
+    # the bounds were imposed at the optimisation's samples: check them on a fine grid
+    # (2000 points per period) and scale a joint down where it exceeds one between samples
+    fine = Excitation(duration, omega, q0, a, b)
+    dq, qd, qdd = fine.sample(np.linspace(0.0, 2.0 * math.pi / omega, 2001))
+    dq = dq - q0
+    with np.errstate(divide='ignore', invalid='ignore'):
+        factor = np.ones(n)
+        for excess, room in ((np.max(dq, axis=0), up), (np.max(-dq, axis=0), down),
+                             (np.max(np.abs(qd), axis=0), limits['velocity']),
+                             (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
+            factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
+    factor = np.nan_to_num(factor)
+    a, b = a * factor[:, None], b * factor[:, None]
+    if np.any(factor < 1.0):
+        q, qd, qdd = Excitation(duration, omega, q0, a, b).sample(t)
+        value = _log_condition(q, qd, qdd)
     return Excitation(duration, omega, q0, a, b, condition=math.exp(value), limits=limits)
 
 
@@ -1056,9 +1121,10 @@ def perturbed_model(model, fraction=0.3, seed=0, armature=None, viscous=None, co
         mass[i] *= 1.0 + u[0]
         com[i] = com[i] + u[1:4] * max(float(np.linalg.norm(com[i])), 0.05)
         moments = moments * (1.0 + u[4:7])
-        excess = moments[2] - moments[0] - moments[1]
-        if excess > 0.0:
-            moments[2] = 0.98 * (moments[0] + moments[1])
+        largest = int(np.argmax(moments))
+        others = float(np.sum(moments) - moments[largest])
+        if moments[largest] > 0.98 * others:
+            moments[largest] = 0.98 * others
         angle = 0.5 * fraction * u[7] / max(fraction, 1e-12)
         axis = rng.normal(size=3)
         axis /= np.linalg.norm(axis)
@@ -1076,6 +1142,23 @@ def perturbed_model(model, fraction=0.3, seed=0, armature=None, viscous=None, co
     # link frame parameters of the rigid links; the payload (if any) is added back
     links[-1] += _payload_parameters(model)
     return model_with_parameters(model, np.column_stack((links, joints)).reshape(-1))
+
+
+def drive_terms(model, armature=0.5, viscous=0.05, coulomb=0.05, acceleration=2.0,
+                seed=0):
+    """Per-joint armature, viscous and Coulomb friction of a plausible drive for `model`,
+    relative to the arm: armature = `armature` × joint j's mean diagonal inertia over
+    random configurations; Coulomb = `coulomb` × S_j and viscous = `viscous` × S_j per
+    rad/s (m/s), with the effort scale S_j = max(RMS gravity effort, mean diagonal
+    inertia × `acceleration`). Returns a dict for `perturbed_model`."""
+    rng = np.random.default_rng(seed)
+    q = _random_states(model, 40, rng)[0]
+    rigid = model_with_parameters(model, arm_parameters(model) * np.tile(
+        np.r_[np.ones(10), 0.0, 0.0, 0.0], model.n))
+    M = np.mean(np.diagonal(dynamics.mass_matrix(rigid, q), axis1=1, axis2=2), axis=0)
+    g = np.sqrt(np.mean(dynamics.gravity_torques(rigid, q) ** 2, axis=0))
+    scale = np.maximum(g, M * acceleration)
+    return {'armature': armature * M, 'viscous': viscous * scale, 'coulomb': coulomb * scale}
 
 
 class Experiment(NamedTuple):
