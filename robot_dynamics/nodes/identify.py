@@ -3,7 +3,8 @@ parameters, rotor inertia, friction) from its own motion, and write the model as
 parameter file the controller and the plant load after the robot's own (doc/identification.md).
 
     identify excite [--duration 30] [--controller /computed_torque_controller] [--seed 0]
-                    [--joint-states-topic /joint_states] [--timeout 10] --record DIR
+                    [--iterations 20] [--joint-states-topic /joint_states] [--timeout 10]
+                    --record DIR
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       --output OUT.yaml
@@ -48,6 +49,7 @@ from robot_dynamics.model import ParameterFileLoader, RobotModel
 BAD_INPUT = 2
 NOT_EXCITED = 3
 STOPPED = 130
+EXCITATION_ITERATIONS = 20   # optimal_excitation's L-BFGS iterations
 HELD_OUT = 0.2          # the fraction of the samples kept for validation without --validate
 CONTROLLER = '/computed_torque_controller'
 PER_LINK = {'com': 3, 'inertia': 6}    # written one link per line
@@ -76,6 +78,10 @@ def parse_arguments(argv):
                         'follow_joint_trajectory action take the motion')
     excite.add_argument('--seed', type=int, default=0,
                         help='seed of the optimisation (default: 0)')
+    excite.add_argument('--iterations', type=int, default=EXCITATION_ITERATIONS,
+                        help='iterations of the optimisation after the best of 8 random '
+                        f'draws (default: {EXCITATION_ITERATIONS}; 0: that draw, planned in '
+                        'a second)')
     excite.add_argument('--joint-states-topic', default=DEFAULT_TOPIC, dest='states_topic')
     excite.add_argument('--timeout', type=float, default=10.0,
                         help='seconds to wait for the model, /joint_states and the '
@@ -107,6 +113,8 @@ def parse_arguments(argv):
             value = getattr(args, name)
             if not (math.isfinite(value) and value > 0.0):
                 parser.error(f'--{name}: must be finite and > 0, got {value}')
+        if args.iterations < 0:
+            parser.error(f'--iterations: must be >= 0, got {args.iterations}')
         if os.path.exists(args.record):
             parser.error(f'--record: {args.record} exists already; give a new folder name')
     return args

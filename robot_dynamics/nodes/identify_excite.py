@@ -12,10 +12,12 @@ converted in the loop), with the reliability of its publishers and a deep queue.
 """
 
 import math
+import struct
 import time
 
 import numpy as np
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -38,23 +40,44 @@ STOPPED = 130
 
 class ExcitationRecorder(ExcitationSender):
     """The controller's model and the start position (ExcitationSender's machinery), then,
-    driven by `run`: the plan, the goal or the trajectory, and the recording."""
+    driven by `run`: the plan, the goal or the trajectory, and the recording. Everything
+    runs on one executor (`spin`), which serves every ready entity in turn: with
+    /joint_states arriving at a high rate, a spin per callback on rclpy's global executor
+    would let the subscriptions starve the action client."""
 
     def __init__(self, options, running, **kwargs):
         options.topic = f'{options.controller.rstrip("/")}/joint_trajectory'
         options.identify = options.apply = False
         super().__init__(options, node_name=NODE_NAME, **kwargs)
         self.running = running
-        self.latest = self._latest           # what GoalSender reads after the goal
+        self.states_topic = self._states.topic_name
         self.recorded = []                   # (receive time [ns], CDR bytes)
         self._recording = False
         self._recorder = None
         self.status = None
         self.last_stamp = None               # header stamp [s] of the last /joint_states
+        controller = options.controller.rstrip('/')
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(String, f'{options.controller.rstrip("/")}/status',
-                                 self._on_status, latched)
+        self.create_subscription(String, f'{controller}/status', self._on_status, latched)
+        self.action_name = f'{controller}/{goal_sender.ACTION_NAME}'
+        self.action = (None if goal_sender.UNAVAILABLE is not None else
+                       goal_sender.ActionClient(self, goal_sender.FollowJointTrajectory,
+                                                self.action_name))
+        self.executor_ = SingleThreadedExecutor(context=self.context)
+        self.executor_.add_node(self)
+
+    def spin(self, timeout=0.05):
+        self.executor_.spin_once(timeout_sec=timeout)
+
+    def spin_until(self, done, timeout=None):
+        """Spin until done(); False after `timeout` s or on a stop request."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done():
+            if not self.running() or (deadline is not None and time.monotonic() > deadline):
+                return False
+            self.spin()
+        return True
 
     # ExcitationSender sends as soon as it can; here `run` decides
     def try_send(self):
@@ -75,28 +98,41 @@ class ExcitationRecorder(ExcitationSender):
         """The model and every joint's position are known."""
         return self.joints is not None and all(j in self._latest for j in self.joints)
 
-    def current_positions(self, joints, count, timeout):
-        """(names, positions) of `joints` from /joint_states within `timeout` s (None)."""
+    def find_controller(self, timeout):
+        """'action' once the controller's action server is there (and has had time to see
+        us), 'topic' when only its trajectory topic has a subscriber (a grace period after
+        it matched), None after `timeout` s or a stop."""
         deadline = time.monotonic() + timeout
+        topic_seen = server_seen = None
         while time.monotonic() < deadline and self.running():
-            rclpy.spin_once(self, timeout_sec=0.05)
-            if all(j in self._latest for j in joints):
-                return list(joints), [self._latest[j] for j in joints]
+            if self.action is not None and self.action.server_is_ready():
+                server_seen = server_seen or time.monotonic()
+                if time.monotonic() - server_seen >= goal_sender.SERVER_GRACE:
+                    return 'action'
+            if self.publisher.get_subscription_count() > 0:
+                topic_seen = topic_seen or time.monotonic()
+                if self.action is None or \
+                        time.monotonic() - topic_seen >= goal_sender.DISCOVERY_GRACE:
+                    return 'topic'
+            self.spin()
         return None
 
     # ------------------------------------------------------------------ recording
 
     def start_recording(self):
-        """Subscribe to the raw /joint_states with its publishers' reliability."""
-        publishers = self.get_publishers_info_by_topic(self._states.topic_name)
+        """Subscribe to the raw /joint_states with its publishers' reliability; the parsed
+        subscription is no longer needed (half the callbacks)."""
+        topic = self.states_topic
+        publishers = self.get_publishers_info_by_topic(topic)
         best_effort = any(p.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
                           for p in publishers)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
                          reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                       else ReliabilityPolicy.RELIABLE))
+        self.destroy_subscription(self._states)
         self._recording = True
-        self._recorder = self.create_subscription(JointState, self._states.topic_name,
-                                                  self._on_raw_state, qos, raw=True)
+        self._recorder = self.create_subscription(JointState, topic, self._on_raw_state, qos,
+                                                  raw=True)
 
     def _on_raw_state(self, data):
         if self._recording:
@@ -109,10 +145,101 @@ class ExcitationRecorder(ExcitationSender):
             self._recorder = None
 
     def write_bag(self, folder):
-        with JointStateBagWriter(folder, topic=self._states.topic_name) as writer:
+        with JointStateBagWriter(folder, topic=self.states_topic) as writer:
             for received, data in self.recorded:
                 writer.write_serialized(received * 1e-9, data)
         return writer.count
+
+    # ------------------------------------------------------------------ the motion
+
+    def run_goal(self, trajectory, timeout):
+        """The motion as a FollowJointTrajectory goal; the exit status."""
+        log = self.get_logger()
+        feedback = []
+        sent = self.action.send_goal_async(identification_goal(trajectory),
+            feedback_callback=lambda message: feedback.append(True) if not feedback else None)
+        if not self.spin_until(sent.done, timeout):
+            if not self.running():
+                return STOPPED
+            log.error(f'no response to the goal from {self.action_name} within {timeout:g} s')
+            return NOT_ENDED
+        handle = sent.result()
+        if not handle.accepted:
+            log.error(f'goal rejected by {self.action_name} (no reason given)')
+            return goal_sender.REFUSED
+        result = handle.get_result_async()
+        if not self.spin_until(result.done):
+            canceling = handle.cancel_goal_async()
+            self.spin_until(canceling.done, goal_sender.CANCEL_WAIT)
+            log.warning('stopped: the goal was canceled (the arm holds)')
+            return STOPPED
+        response = result.result()
+        code, text = response.result.error_code, response.result.error_string
+        if code in goal_sender.REFUSAL_CODES and not feedback:
+            log.error(f'goal refused by {self.action_name}: {goal_sender.code_name(code)}: '
+                      f'{text}')
+            return goal_sender.REFUSED
+        if response.status == goal_sender.GoalStatus.STATUS_SUCCEEDED and code == 0:
+            log.info(f'goal succeeded: the motion ended ({goal_sender.code_name(code)})')
+            return 0
+        status = {goal_sender.GoalStatus.STATUS_ABORTED: 'aborted',
+                  goal_sender.GoalStatus.STATUS_CANCELED: 'canceled'}.get(
+                      response.status, f'ended with status {response.status}')
+        log.error(f'goal {status}: {goal_sender.code_name(code)}: {text}')
+        return goal_sender.FAILED
+
+    def run_topic(self, trajectory, duration, timeout):
+        """The motion on the trajectory topic; the exit status. Done when the controller's
+        status went from running to finished or holding (or, without a status, once
+        /joint_states' stamps advanced by the duration); failed when the states stop for
+        `timeout` s or the controller reports state_timeout."""
+        log = self.get_logger()
+        self.publisher.publish(trajectory)
+        log.info(f'sent the motion on {self.publisher.topic_name} (no action server '
+                 f'{self.action_name}: {goal_sender.UNAVAILABLE or "not found"})')
+        first = None
+        seen_running = False
+        last_count, last_change = 0, time.monotonic()
+        while self.running():
+            self.spin()
+            if self.status == 'running':
+                seen_running = True
+            elif self.status == 'state_timeout':
+                log.error('the motion did not end: the controller stopped (state_timeout)')
+                return NOT_ENDED
+            elif seen_running and self.status in ('finished', 'holding'):
+                return 0
+            if self.recorded:
+                stamp = _stamp(self.recorded[-1][1])
+                first = stamp if first is None else first
+                if self.status is None and stamp - first >= duration + 0.2:
+                    return 0
+            if len(self.recorded) != last_count:
+                last_count, last_change = len(self.recorded), time.monotonic()
+            elif time.monotonic() - last_change > timeout:
+                log.error(f'the motion did not end: no {self.states_topic} for '
+                          f'{timeout:g} s')
+                return NOT_ENDED
+        return STOPPED
+
+
+def identification_goal(trajectory):
+    """The FollowJointTrajectory goal of the excitation: the goal tolerances on position
+    and velocity not checked (-1), so that the goal succeeds once the last point's time has
+    passed: the motion has ended even where the model being identified leaves an offset at
+    rest (the recording is what matters). The controller's path tolerances still apply."""
+    from control_msgs.msg import JointTolerance
+    goal = goal_sender.FollowJointTrajectory.Goal(trajectory=trajectory)
+    goal.goal_tolerance = [JointTolerance(name=name, position=-1.0, velocity=-1.0)
+                           for name in trajectory.joint_names]
+    return goal
+
+
+def _stamp(data):
+    """The header stamp [s] of a CDR-serialised JointState (4-byte encapsulation header,
+    then sec int32 and nanosec uint32, little endian)."""
+    sec, nanosec = struct.unpack_from('<iI', data, 4)
+    return sec + nanosec * 1e-9
 
 
 def excitation_command(excitation, joints, duration, period=SAMPLE_PERIOD):
@@ -127,32 +254,6 @@ def excitation_command(excitation, joints, duration, period=SAMPLE_PERIOD):
     return TrajectoryCommand(tuple(joints), points, 0.0)
 
 
-def wait_for_topic_motion(node, duration, timeout):
-    """After publishing on the topic: True once the controller's status went from running
-    to finished or holding (or, without a status, /joint_states' stamps advanced by the
-    duration); False when the states stop for `timeout` s or the controller reports
-    state_timeout."""
-    started_stamp = node.last_stamp
-    seen_running = False
-    last_count, last_change = len(node.recorded), time.monotonic()
-    while node.running():
-        rclpy.spin_once(node, timeout_sec=0.05)
-        if node.status == 'running':
-            seen_running = True
-        elif node.status == 'state_timeout':
-            return False
-        elif seen_running and node.status in ('finished', 'holding'):
-            return True
-        if node.status is None and started_stamp is not None and node.last_stamp is not None \
-                and node.last_stamp - started_stamp >= duration + 0.2:
-            return True
-        if len(node.recorded) != last_count:
-            last_count, last_change = len(node.recorded), time.monotonic()
-        elif time.monotonic() - last_change > timeout:
-            return False
-    return False
-
-
 def run(node, options):
     """Returns the exit status."""
     log = node.get_logger()
@@ -161,7 +262,7 @@ def run(node, options):
         if time.monotonic() > deadline:
             log.error(f'nothing sent within {options.timeout:g} s: {node.why_waiting()}')
             return 1
-        rclpy.spin_once(node, timeout_sec=0.05)
+        node.spin()
     if not node.running():
         return STOPPED
     if node.error:
@@ -170,50 +271,41 @@ def run(node, options):
     start = np.array([node._latest[j] for j in node.joints])
     planning = time.monotonic()
     try:
-        excitation = optimal_excitation(node.model, options.duration, start, seed=options.seed)
+        excitation = optimal_excitation(node.model, options.duration, start, seed=options.seed,
+                                        iterations=options.iterations)
     except ValueError as error:
         log.error(f'no excitation from {np.round(start, 4).tolist()}: {error}')
         return 1
     log.info(f'planned a {options.duration:g} s excitation from {np.round(start, 4).tolist()} '
              f'in {time.monotonic() - planning:.1f} s: condition number '
              f'{excitation.condition:.4g}')
-    command = excitation_command(excitation, node.joints, options.duration)
-    trajectory = trajectory_message(command)
-    sender = goal_sender.GoalSender(node, f'{options.controller.rstrip("/")}/'
-                                    f'{goal_sender.ACTION_NAME}')
-    found = sender.find_controller(node.publisher, options.timeout, node.running)
+    trajectory = trajectory_message(excitation_command(excitation, node.joints,
+                                                       options.duration))
+    found = node.find_controller(options.timeout)
     if found is None:
         if not node.running():
             return STOPPED
-        log.error(f'no action server {sender.action_name} and no subscriber on '
+        log.error(f'no action server {node.action_name} and no subscriber on '
                   f'{node.publisher.topic_name} within {options.timeout:g} s; is the '
                   'controller running (check --controller)?')
         return 1
     node.start_recording()
-    move = f'the {options.duration:g} s excitation'
     if found == 'action':
-        code = sender.run_goal(trajectory, move, options.timeout, no_wait=False)
+        code = node.run_goal(trajectory, options.timeout)
     else:
-        node.publisher.publish(trajectory)
-        log.info(f'sent {move} on {node.publisher.topic_name} (no action server '
-                 f'{sender.action_name}: {sender.unavailable or "not found"})')
-        ended = wait_for_topic_motion(node, options.duration, options.timeout)
-        code = 0 if ended else (STOPPED if not node.running() else NOT_ENDED)
-        if code == NOT_ENDED:
-            log.error(f'the motion did not end: {node.status or "no /joint_states"} '
-                      f'(for {options.timeout:g} s)')
+        code = node.run_topic(trajectory, options.duration, options.timeout)
     node.stop_recording()
     if code != 0:
         return code
     if not node.recorded:
-        log.error(f'nothing recorded on {node._states.topic_name} during the motion')
+        log.error(f'nothing recorded on {node.states_topic} during the motion')
         return NOT_ENDED
     try:
         count = node.write_bag(options.record)
     except BagError as error:
         log.error(str(error))
         return 2
-    log.info(f'recorded {count} messages of {node._states.topic_name} into {options.record}; '
+    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}; '
              f'next: identify estimate --params-file ROBOT.yaml --bag {options.record} '
              '--output identified.yaml')
     return 0
@@ -227,6 +319,7 @@ def run_excite(argv, options):
             try:
                 return run(node, options)
             finally:
+                node.executor_.shutdown()
                 node.destroy_node()
     except ParamsFileError as error:
         rclpy.logging.get_logger(NODE_NAME).error(str(error))
