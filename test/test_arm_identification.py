@@ -348,7 +348,7 @@ def test_identify_arm_recovers_the_base_parameters_from_exact_data(panda_case):
     Yb = base.regressor(ai.arm_regressor(prior, q, qd, qdd))
     scale = np.sqrt(np.mean((Yb @ beta_true) ** 2, axis=0))
     error = np.sqrt(np.mean((Yb @ (result.beta - beta_true)) ** 2, axis=0)) / scale
-    assert np.all(error < 2e-3), error
+    assert np.all(error < 5e-4), error
     assert result.excited and result.not_excited == []
     assert result.consistency == [] and ai.physical_consistency_issues(result.model) == []
     assert math.isfinite(result.condition_number) and result.condition_number > 1.0
@@ -359,7 +359,7 @@ def test_identify_arm_recovers_the_base_parameters_from_exact_data(panda_case):
     t, q, qd, tau = open_loop_data(true, other, 200.0)
     _, relative = ai.validation_errors(result.model, t, q, qd, tau)
     _, relative_prior = ai.validation_errors(prior, t, q, qd, tau)
-    assert np.all(relative < 0.01) and np.all(relative_prior > 5 * relative)
+    assert np.all(relative < 2e-3) and np.all(relative_prior > 5 * relative)
 
 
 def test_identify_arm_with_offsets_and_noise(panda_case):
@@ -448,3 +448,57 @@ def test_perturbed_model_is_physical_and_different():
     ratio = plant.mass / model.mass
     assert np.all((ratio >= 0.7 - 1e-12) & (ratio <= 1.3 + 1e-12)) and np.ptp(ratio) > 0.1
     assert np.all(plant.armature > 0) and np.all(plant.coulomb_friction > 0)
+
+
+def test_held_efforts_are_paired_with_their_interval():
+    """Efforts held over a sample period (zero-order hold): with 'held_after' the estimate
+    uses the interval's mean state and acceleration and is exact to the filter; pairing the
+    same data as 'instant' efforts (half a sample off) or 'held_before' is measurably worse."""
+    model = preset('planar2')
+    true = ai.perturbed_model(model, 0.3, seed=4, armature=0.05, viscous=0.2, coulomb=0.3)
+    excitation = ai.optimal_excitation(model, 20.0, [0.3, -0.4], seed=2, iterations=0)
+    rate = 100.0
+    t = np.arange(int(20.0 * rate) + 1) / rate
+    # a piecewise-constant effort sequence and the motion it produces (fine RK4 steps)
+    from robot_dynamics.integration import rk4_step
+    q, qd = excitation.sample(0.0)[:2]
+    qs, qds, taus = [], [], []
+    for k in range(t.size):
+        q_d, qd_d, qdd_d = excitation.sample(t[k])
+        tau = dynamics.inverse_dynamics(true, q, qd, qdd_d + 400 * (q_d - q) + 40 * (qd_d - qd))
+        qs.append(q), qds.append(qd), taus.append(tau)
+        for _ in range(10):
+            q, qd = rk4_step(true, q, qd, tau, 0.1 / rate)
+    data = (t, np.array(qs), np.array(qds), np.array(taus))
+    errors = {}
+    for timing in ai.EFFORT_TIMINGS:
+        result = ai.identify_arm(model, *data, effort_timing=timing, cutoff_frequency=5.0,
+                                 sample_rate=50.0)
+        other = ai.optimal_excitation(model, 10.0, [0.3, -0.4], seed=8, iterations=0)
+        grid = np.linspace(0, 10, 2001)
+        q_v, qd_v, qdd_v = other.sample(grid)
+        tau_v = dynamics.inverse_dynamics(true, q_v, qd_v, qdd_v)
+        error = dynamics.inverse_dynamics(result.model, q_v, qd_v, qdd_v) - tau_v
+        errors[timing] = np.max(np.sqrt(np.mean(error ** 2, axis=0))
+                                / np.sqrt(np.mean(tau_v ** 2, axis=0)))
+    assert errors['held_after'] < 2e-3
+    assert errors['instant'] > 2 * errors['held_after']
+    assert errors['held_before'] > 1.3 * errors['instant']
+    with pytest.raises(ValueError, match='effort_timing'):
+        ai.identify_arm(model, *data, effort_timing='late')
+
+
+def test_several_recordings_are_filtered_separately(panda_case):
+    """Two recordings given as lists (the second starting later, after a pause) give the
+    estimate of their concatenation without differentiating across the gap."""
+    prior, true, excitation = panda_case
+    t, q, qd, tau = open_loop_data(true, excitation, 200.0)
+    half = t.size // 2
+    parts = ([t[:half], t[half:] + 100.0], [q[:half], q[half:]], [qd[:half], qd[half:]],
+             [tau[:half], tau[half:]])
+    result = ai.identify_arm(prior, *parts)
+    assert result.raw_samples == t.size
+    whole = ai.identify_arm(prior, t, q, qd, tau)
+    _, relative = ai.validation_errors(result.model, t, q, qd, tau)
+    _, relative_whole = ai.validation_errors(whole.model, t, q, qd, tau)
+    assert np.all(relative < 0.01) and np.all(relative <= 1.5 * relative_whole + 1e-3)
