@@ -650,7 +650,13 @@ class ComputedTorqueController(Node):
         self.sampler.hold(self._q.copy(), t)
         self._ready = True
         self._last_t = t
-        self.get_logger().info('all joints seen: holding the measured position')
+        outside = self.sampler.describe_outside(self._q)
+        if outside:
+            self.get_logger().warning(
+                f'all joints seen: holding the measured position, outside the position '
+                f'limits: {outside}; only a trajectory that brings it back inside is accepted')
+        else:
+            self.get_logger().info('all joints seen: holding the measured position')
         return True
 
     def _update_status(self, t):
