@@ -11,7 +11,7 @@ rosbag2 folders of sensor_msgs/JointState, as `ros2 bag record /joint_states` wo
 real arm, then
 
     identify estimate --params-file PRESET --bag excitation --validate validation \\
-        --output identified.yaml
+        --effort-timing held_after --output identified.yaml
 
 runs on them, and the written file, layered after the preset as a node loads it, is
 compared with the preset: the efforts each predicts along the validation motion (the
@@ -51,7 +51,7 @@ STARTS = {'puma560': np.array([0.0, -0.5, 0.5, 0.0, 0.3, 0.0]),
 
 
 def preset(name):
-    return os.path.join(HERE, '..', 'config', name + '.yaml')
+    return os.path.normpath(os.path.join(HERE, '..', 'config', name + '.yaml'))
 
 
 def load(name):
@@ -111,7 +111,8 @@ def main(argv=None):
         report = io.StringIO()
         with contextlib.redirect_stdout(report):
             code = identify(['identify', 'estimate', '--params-file', preset(name), '--bag',
-                             bag, '--validate', held, '--output', output])
+                             bag, '--validate', held, '--effort-timing', 'held_after',
+                             '--output', output])
         print(report.getvalue())
         if code != 0:
             print(f'identify estimate exited with status {code}')
@@ -132,7 +133,8 @@ def main(argv=None):
                'condition': excitation.condition}
     if not args.no_figure and (args.figure_dir or not args.short):
         results['figure'] = plot(name, joints, validation, taus,
-                                 args.figure_dir or os.path.join(HERE, '..', 'doc', 'figures'))
+                                 args.figure_dir or os.path.normpath(
+                                     os.path.join(HERE, '..', 'doc', 'figures')))
     return results
 
 

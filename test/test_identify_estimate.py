@@ -69,7 +69,7 @@ def estimated(tmp_path_factory):
     with contextlib.redirect_stdout(printed):
         code = main(['identify', 'estimate', '--params-file', PUMA, '--bag',
                      str(folder / 'excitation'), '--validate', str(folder / 'validation'),
-                     '--output', str(output)])
+                     '--effort-timing', 'held_after', '--output', str(output)])
     return code, printed.getvalue(), output, prior, plant, validation
 
 

@@ -141,8 +141,9 @@ def session(tmp_path_factory):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         found['estimate'] = identify(['identify', 'estimate', '--params-file', PUMA, '--bag',
-                                      str(folder / 'bag'), '--output',
-                                      str(folder / 'identified.yaml')]), printed.getvalue()
+                                      str(folder / 'bag'), '--effort-timing', 'held_before',
+                                      '--output', str(folder / 'identified.yaml')]), \
+            printed.getvalue()
     if found['estimate'][0] == 0:
         loop = Loop(PUMA, str(folder / 'identified.yaml'))      # the controller restarted
         try:

@@ -7,7 +7,7 @@ parameter file the controller and the plant load after the robot's own (doc/iden
                     --record DIR
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
-                      --output OUT.yaml
+                      [--effort-timing instant] --output OUT.yaml
 
 `excite` reads the robot model and its limits from the running controller's parameters (as
 `excite` does), plans the trajectory optimised for identification from where the arm is
@@ -105,6 +105,12 @@ def parse_arguments(argv):
     estimate.add_argument('--node', default=CONTROLLER.lstrip('/'),
                           help='the node section of the parameter files read after "/**" '
                           f'(default: {CONTROLLER.lstrip("/")})')
+    estimate.add_argument('--effort-timing', default='instant', dest='effort_timing',
+                          choices=('instant', 'held_after', 'held_before'),
+                          help='what an effort sample is: instant (measured at the '
+                          "message's time: a real arm's effort interface; default), "
+                          'held_before (held over the step ending at the message: this '
+                          "package's plant node), held_after (held from the message on)")
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
     args = parser.parse_args(argv)
@@ -282,7 +288,7 @@ def estimate(args, out=print):
     read_time = time.monotonic() - started
     from robot_dynamics.nodes import identify_core as core
     try:
-        result = core.identify(model, pieces(estimation))
+        result = core.identify(model, pieces(estimation), args.effort_timing)
     except ValueError as error:
         raise InputError(f'the estimation data: {error}') from None
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
@@ -297,8 +303,8 @@ def estimate(args, out=print):
                                      'armature and friction >= 0)' if not result.consistency
                                      else 'NO: ' + '; '.join(result.consistency)))
     try:
-        prior_errors = core.errors(model, pieces(validation))
-        identified_errors = core.errors(result.model, pieces(validation))
+        prior_errors = core.errors(model, pieces(validation), args.effort_timing)
+        identified_errors = core.errors(result.model, pieces(validation), args.effort_timing)
     except ValueError as error:
         raise InputError(f'the validation data ({held}): {error}') from None
     out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '

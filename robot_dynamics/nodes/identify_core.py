@@ -29,20 +29,22 @@ def _columns(pieces):
     return tuple(list(column) for column in zip(*pieces))
 
 
-def identify(prior, pieces):
+def identify(prior, pieces, effort_timing='instant'):
     """Estimate from [(t, q, qd, tau)] gap-free recordings; ValueError for data that
     cannot be used (e.g. too short to filter)."""
     t, q, qd, tau = _columns(pieces)
-    result = arm_identification.identify_arm(prior, t, q, qd, tau)
+    result = arm_identification.identify_arm(prior, t, q, qd, tau,
+                                             effort_timing=effort_timing)
     return Estimate(result.model, int(result.samples), int(result.raw_samples),
                     float(result.condition_number), list(result.not_excited),
                     str(result.fixed), list(result.consistency), dict(result.timing))
 
 
-def errors(model, pieces):
+def errors(model, pieces, effort_timing='instant'):
     """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)]."""
     t, q, qd, tau = _columns(pieces)
-    rms, relative = arm_identification.validation_errors(model, t, q, qd, tau)
+    rms, relative = arm_identification.validation_errors(model, t, q, qd, tau,
+                                                         effort_timing=effort_timing)
     return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
 
 
