@@ -155,10 +155,10 @@ def plot(name, joints, run, taus, directory):
         if j >= n:
             axis.axis('off')
             continue
-        axis.plot(run.t, run.tau[:, j], color='0.75', lw=0.6, label='measured (1 % noise)')
-        axis.plot(run.t, taus['prior'][:, j], color='tab:red', lw=1.0, ls='--',
+        axis.plot(run.t, run.tau[:, j], color='0.7', lw=2.5, label='measured (1 % noise)')
+        axis.plot(run.t, taus['prior'][:, j], color='tab:red', lw=0.8, ls='--',
                   label='prior (robot file)')
-        axis.plot(run.t, taus['identified'][:, j], color='tab:blue', lw=1.0,
+        axis.plot(run.t, taus['identified'][:, j], color='tab:blue', lw=0.6,
                   label='identified')
         axis.set_ylabel(f'{joints[j]} [N m]')
     for axis in axes[-1]:
