@@ -133,3 +133,40 @@ def test_a_recording_too_short_to_filter_exits_2(tmp_path, capsys):
                  '--output', str(tmp_path / 'out.yaml')])
     err = capsys.readouterr().err
     assert code == 2 and err.count('\n') == 1 and 'long enough' in err, err
+
+
+def test_a_urdf_model_gets_a_file_with_its_inertials_that_loads_after_its_own(tmp_path):
+    """UR5 from a URDF: the written file holds robot.inertials and the drives; layered
+    after the robot's file it predicts the plant's efforts better than the URDF alone."""
+    params = tmp_path / 'ur5.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    robot:\n      source: urdf\n'
+                      f"      urdf_file: {os.path.join(REPO, 'test', 'data', 'ur5.urdf')}\n"
+                      '      tip_link: tool0\n')
+    prior, joints, _ = prior_model([str(params)])
+    plant = ai.perturbed_model(prior, 0.3, seed=2, **ai.drive_terms(prior))
+    q0 = np.array([0.0, -1.2, 1.2, -1.5, -1.5, 0.0])
+    runs = {}
+    for name, seed in (('excitation', 3), ('validation', 9)):
+        motion = ai.optimal_excitation(prior, DURATION, q0, seed=seed, candidates=2,
+                                       iterations=0)
+        run = ai.closed_loop_experiment(plant, prior, motion.reference, DURATION, q0,
+                                        control_period=PERIOD, plant_step=PERIOD, seed=seed)
+        write_joint_states(tmp_path / name, joints, 50.0 + run.t, run.q, run.qd, run.tau)
+        runs[name] = run
+    output = tmp_path / 'identified.yaml'
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = main(['identify', 'estimate', '--params-file', str(params), '--bag',
+                     str(tmp_path / 'excitation'), '--validate', str(tmp_path / 'validation'),
+                     '--effort-timing', 'held_after', '--output', str(output)])
+    assert code == 0, printed.getvalue()
+    import yaml
+    written = yaml.safe_load(output.read_text())['/**']['ros__parameters']['robot']
+    assert set(written) == {'inertials', 'armature', 'viscous_friction', 'coulomb_friction'}
+    identified, _, _ = prior_model([str(params), str(output)])
+    run = runs['validation']
+    steady = slice(len(run.t) // 20, None)
+    errors = {}
+    for name, model in (('prior', prior), ('identified', identified)):
+        predicted = dynamics.inverse_dynamics(model, run.q_true, run.qd_true, run.qdd_true)
+        errors[name] = np.sqrt(np.mean((run.tau_true - predicted)[steady] ** 2, axis=0))
+    assert np.all(errors['identified'] < errors['prior']), errors
