@@ -244,3 +244,11 @@ def test_an_existing_folder_is_not_overwritten(tmp_path):
     (tmp_path / 'bag').mkdir()
     with pytest.raises(BagError, match='exists already'):
         JointStateBagWriter(tmp_path / 'bag')
+
+
+def test_simulated_time_from_zero_keeps_the_header_stamps(tmp_path):
+    """A first stamp of 0 (simulated time starts there) is a stamp, not a missing one."""
+    t, q, qd, tau = motion(count=30, start=0.0)
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert recording.time_source == 'header stamps' and recording.t[0] == 0.0
