@@ -184,3 +184,29 @@ def test_excite_without_a_controller_exits_1_and_says_why(tmp_path):
 def test_python_m_prints_the_usage():
     done = launch('--help')
     assert done.returncode == 0 and 'excite' in done.stdout and 'estimate' in done.stdout
+
+
+def test_without_rosbags_the_line_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import sys as system
+    for name in ('rosbags.highlevel', 'rosbags.rosbag2', 'rosbags.typesys'):
+        monkeypatch.setitem(system.modules, name, None)       # import fails
+    (tmp_path / 'bag').mkdir()
+    (tmp_path / 'bag' / 'metadata.yaml').write_text('{}')
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 2 and err.count('\n') == 1 and 'pip install rosbags' in err
+
+
+def test_a_failing_solver_ends_with_status_1_and_one_line(tmp_path, capsys, monkeypatch):
+    from robot_dynamics.nodes import identify_core
+
+    def failing(*args, **kwargs):
+        raise RuntimeError('the semidefinite program ended infeasible\nmore detail')
+    monkeypatch.setattr(identify_core.arm_identification, 'identify_arm', failing)
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 1 and err.count('\n') == 1
+    assert 'the estimation failed: RuntimeError: the semidefinite program ended' in err
+    assert not (tmp_path / 'out.yaml').exists()

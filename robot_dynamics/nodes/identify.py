@@ -27,8 +27,9 @@ writes OUT.yaml: ``/**: ros__parameters: robot:`` with the identified values, to
 the robot's file (``--params-file P --params-file OUT.yaml``).
 
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
---timeout, or the motion did not end; 2 bad arguments or bad input (a missing bag, no
-JointState topic, joints missing, no efforts, a bad parameter file); 3 (estimate) the data
+--timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
+cvxpy is missing (the line says what to pip install); 2 bad arguments or bad input (a missing bag, no
+JointState topic, joints missing, no efforts, a bad parameter file, rosbags missing); 3 (estimate) the data
 do not excite the parameters (nothing written; which ones is printed), (excite) the goal
 was refused; 4 (excite) the goal was aborted or canceled; 130 stopped (Ctrl-C, SIGTERM).
 """
@@ -59,6 +60,15 @@ OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s o
 
 class InputError(ValueError):
     """Bad input to `estimate`: one line, exit status 2."""
+
+
+class EstimationError(RuntimeError):
+    """The estimation itself failed (e.g. the solver): one line, exit status 1."""
+
+
+def _first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ''
 
 
 def parse_arguments(argv):
@@ -291,6 +301,11 @@ def estimate(args, out=print):
         result = core.identify(model, pieces(estimation), args.effort_timing)
     except ValueError as error:
         raise InputError(f'the estimation data: {error}') from None
+    except ImportError:
+        raise
+    except Exception as error:  # noqa: B902 - e.g. the solver failed: one line, status 1
+        raise EstimationError(f'the estimation failed: {type(error).__name__}: '
+                              f'{_first_line(error)}') from None
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
         f'filtering and decimation; condition number {result.condition:.4g}')
     if result.not_excited:
@@ -424,6 +439,9 @@ def main(args=None):
     except InputError as error:
         print(f'identify estimate: {error}', file=sys.stderr)
         return BAD_INPUT
+    except (EstimationError, ImportError) as error:     # ImportError: pip install ...
+        print(f'identify estimate: {_first_line(error)}', file=sys.stderr)
+        return 1
 
 
 def _without_ros_args(argv):
