@@ -41,9 +41,9 @@ STOPPED = 130
 class ExcitationRecorder(ExcitationSender):
     """The controller's model and the start position (ExcitationSender's machinery), then,
     driven by `run`: the plan, the goal or the trajectory, and the recording. Everything
-    runs on one executor (`spin`), which serves every ready entity in turn: with
-    /joint_states arriving at a high rate, a spin per callback on rclpy's global executor
-    would let the subscriptions starve the action client."""
+    runs on one executor (`spin`) the node is added to once, rather than a spin per call
+    on rclpy's global executor (which adds and removes the node each time) while
+    /joint_states arrives at a high rate."""
 
     def __init__(self, options, running, **kwargs):
         options.topic = f'{options.controller.rstrip("/")}/joint_trajectory'
