@@ -18,7 +18,7 @@ setup(
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
     extras_require={'test': ['pytest', 'hypothesis'], 'plot': ['matplotlib'],
-                    'identification': ['scipy', 'cvxpy']},
+                    'identification': ['scipy', 'cvxpy'], 'bags': ['rosbags']},
     zip_safe=True,
     maintainer='Seed c3c1a8f9 maintainers',
     maintainer_email='maintainers@users.noreply.a-seed-c3c1a8f9.example',
@@ -34,6 +34,7 @@ setup(
             'demo_move = robot_dynamics.nodes.sim:demo_main',
             'send_trajectory = robot_dynamics.nodes.send_trajectory:main',
             'excite = robot_dynamics.nodes.excite:main',
+            'identify = robot_dynamics.nodes.identify:main',
         ],
     },
 )

@@ -11,7 +11,7 @@ import sys
 import threading
 
 EXECUTABLES = ('controller', 'controller_managed', 'plant', 'sim', 'demo_move',
-               'send_trajectory', 'excite')
+               'send_trajectory', 'excite', 'identify')
 INTERRUPTED = 128 + signal.SIGINT
 
 
@@ -26,8 +26,12 @@ def starting_an_executable(argv=None):
 
 
 def _interrupted(signum, frame):
+    # Nothing has started yet, so there is nothing to clean up; an exception raised here
+    # would surface inside whichever import was running, and some (numpy's C extensions)
+    # turn it into an ImportError with a traceback. Leave at once instead.
     print('interrupted while starting', file=sys.stderr, flush=True)
-    raise SystemExit(INTERRUPTED)
+    sys.stdout.flush()
+    os._exit(INTERRUPTED)
 
 
 def quiet_interrupt_while_starting(argv=None):

@@ -50,9 +50,10 @@ def requirements(distro):
     # optional accelerator) in the kilted venv only, so that CI tests the numba backend
     # there and its absence with jazzy
     extras = ['numba'] if distro == 'kilted' else []
-    # scipy and cvxpy: the optional 'identification' extra (whole-arm identification)
+    # scipy and cvxpy: the optional 'identification' extra (whole-arm identification);
+    # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS)
     return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'scipy',
-                  'cvxpy'] + extras
+                  'cvxpy', 'rosbags'] + extras
 
 
 def base_python():

@@ -141,8 +141,8 @@ class ExcitationSender(Node):
     and sends the exciting trajectory once the controller's trajectory topic has a
     subscriber; `sent` then turns true (`error` holds why nothing can be sent)."""
 
-    def __init__(self, options, **kwargs):
-        super().__init__(NODE_NAME, **kwargs)
+    def __init__(self, options, node_name=NODE_NAME, **kwargs):
+        super().__init__(node_name, **kwargs)
         self.options = options
         self.model = self.joints = None
         self.sent = False
