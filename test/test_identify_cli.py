@@ -17,7 +17,7 @@ from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import (layered_parameters, main,  # noqa: E402
                                            parameter_file_text, parse_arguments, prior_model,
                                            yaml_value)
-from robot_dynamics.nodes.params_file import check_params_file  # noqa: E402
+from robot_dynamics.nodes.common.params_file import check_params_file  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
@@ -198,7 +198,7 @@ def test_without_rosbags_the_line_says_what_to_install(tmp_path, capsys, monkeyp
 
 
 def test_a_failing_solver_ends_with_status_1_and_one_line(tmp_path, capsys, monkeypatch):
-    from robot_dynamics.nodes import identify_core
+    from robot_dynamics.nodes.identification import identify_core
 
     def failing(*args, **kwargs):
         raise RuntimeError('the semidefinite program ended infeasible\nmore detail')

@@ -26,10 +26,9 @@ from robot_dynamics.nodes.trajectories import follow_joint_trajectory, speed_sca
 from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
 from robot_dynamics.nodes.identification.payload_identification import PayloadIdentification
-from robot_dynamics.nodes.common.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_robot,
-                                             keep_float_types,
-                                             payload_model, seconds)
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
+    declare_robot, keep_float_types, payload_model, seconds)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import (INTERPOLATION_METHODS, JointTrajectorySampler,

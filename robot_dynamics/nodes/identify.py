@@ -144,7 +144,7 @@ def layered_parameters(paths, node_name=None):
     the sections that apply to the node `node_name` (``/**``, its name, ``/**/name``, ...),
     in the file's order, then the next file, each overriding earlier values key by key
     (flat, dotted names). A relative robot.urdf_file is taken from its file's folder."""
-    from robot_dynamics.nodes.params_file import check_params_file, ParamsFileError
+    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
     merged = {}
     for path in paths:
         try:
@@ -296,7 +296,7 @@ def estimate(args, out=print):
         for note in recording.notes:
             out(f'  {note}')
     read_time = time.monotonic() - started
-    from robot_dynamics.nodes import identify_core as core
+    from robot_dynamics.nodes.identification import identify_core as core
     try:
         result = core.identify(model, pieces(estimation), args.effort_timing)
     except ValueError as error:
@@ -432,7 +432,7 @@ def main(args=None):
     except SystemExit as stop:        # --help (0) or a bad argument (2, said on stderr)
         return stop.code
     if options.command == 'excite':
-        from robot_dynamics.nodes.identify_excite import run_excite
+        from robot_dynamics.nodes.identification.identify_excite import run_excite
         return run_excite(argv, options)
     try:
         return estimate(options)

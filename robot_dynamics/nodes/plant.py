@@ -42,10 +42,9 @@ from std_msgs.msg import Float64MultiArray
 from robot_dynamics import integration
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
-from robot_dynamics.nodes.common.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_robot,
-                                             keep_float_types,
-                                             payload_model)
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
+    declare_robot, keep_float_types, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 

@@ -43,8 +43,8 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
-from robot_dynamics.nodes.common.ros_params import (as_float, as_floats, as_string, ConfigurationError,
-                                             declare)
+from robot_dynamics.nodes.common.ros_params import (
+    as_float, as_floats, as_string, ConfigurationError, declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 

@@ -22,7 +22,8 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 
 from robot_dynamics import dynamics
-from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare, robot_block
+from robot_dynamics.nodes.common.ros_params import (
+    as_float, ConfigurationError, declare, robot_block)
 
 OK, WARN, ERROR = 0, 1, 2
 LEVEL_NAMES = ('OK', 'WARN', 'ERROR')

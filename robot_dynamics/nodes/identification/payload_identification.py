@@ -42,8 +42,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from robot_dynamics.identification import PayloadEstimator
-from robot_dynamics.nodes.common.ros_params import (as_bool, as_choice, as_float, ConfigurationError,
-                                              declare)
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, ConfigurationError, declare)
 
 __all__ = ['PayloadIdentification', 'estimate_messages']
 
