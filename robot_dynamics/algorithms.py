@@ -139,6 +139,44 @@ def skew(v):
     return out
 
 
+def body_motions(chain, R, p, qd, qdd, gravity):
+    """The Newton–Euler forward pass over a batch: for each body i in turn, (ω, ω̇, a) (B, 3)
+    each, its angular velocity and acceleration and the linear acceleration of its frame's
+    origin, in its own axes, with gravity as a base acceleration; R, p from
+    `joint_transforms`. A generator: body i's values are yielded before body i + 1's."""
+    B = qd.shape[0]
+    z = np.array([0.0, 0.0, 1.0])
+    w = np.zeros((B, 3))
+    wd = np.zeros((B, 3))
+    vd = np.broadcast_to(-np.asarray(gravity, dtype=float), (B, 3))
+    for i in range(qd.shape[1]):
+        Ri, pi = R[:, i], p[:, i]
+        vd_origin = vd + cross(wd, pi) + cross(w, cross(w, pi))
+        w_new = rotate_t(Ri, w)
+        wd_new = rotate_t(Ri, wd)
+        vd_new = rotate_t(Ri, vd_origin)
+        qd_z = qd[:, i, None] * z
+        qdd_z = qdd[:, i, None] * z
+        if chain.prismatic[i]:
+            vd_new = vd_new + qdd_z + 2.0 * cross(w_new, qd_z)
+        else:
+            wd_new = wd_new + cross(w_new, qd_z) + qdd_z
+            w_new = w_new + qd_z
+        w, wd, vd = w_new, wd_new, vd_new
+        yield w, wd, vd
+
+
+def inertia_operator(v):
+    """L(v) (B, 3, 6) with I v = L(v) [I_xx, I_xy, I_xz, I_yy, I_yz, I_zz] for symmetric I:
+    the inertia-dependent columns of a body's wrench in a regressor."""
+    x, y, z = v[:, 0], v[:, 1], v[:, 2]
+    out = np.zeros(v.shape[:1] + (3, 6))
+    out[:, 0, 0], out[:, 0, 1], out[:, 0, 2] = x, y, z
+    out[:, 1, 1], out[:, 1, 3], out[:, 1, 4] = x, y, z
+    out[:, 2, 2], out[:, 2, 4], out[:, 2, 5] = x, y, z
+    return out
+
+
 def steiner(mass, com):
     """m (c·c 1 − c cᵀ): what the parallel-axis theorem adds to a centroidal inertia to give
     the inertia about a point at −c from the centre of mass (e.g. the body origin)."""

@@ -108,7 +108,6 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
 JOINT_PARAMETERS = ('armature', 'viscous', 'coulomb', 'offset')
-_Z = np.array([0.0, 0.0, 1.0])
 
 
 def _require(module):
@@ -201,16 +200,6 @@ def arm_parameters(model, offset=False):
 # ---------------------------------------------------------------------- regressor
 
 
-def _inertia_operator(v):
-    """L(v) (B, 3, 6) with I v = L(v) [I_xx, I_xy, I_xz, I_yy, I_yz, I_zz]."""
-    x, y, z = v[:, 0], v[:, 1], v[:, 2]
-    out = np.zeros(v.shape[:1] + (3, 6))
-    out[:, 0, 0], out[:, 0, 1], out[:, 0, 2] = x, y, z
-    out[:, 1, 1], out[:, 1, 3], out[:, 1, 4] = x, y, z
-    out[:, 2, 2], out[:, 2, 4], out[:, 2, 5] = x, y, z
-    return out
-
-
 def arm_regressor(model, q, qd, qdd, offset=False):
     """Y (n, p) for one state, (B, n, p) for a batch, with
     ``Y @ arm_parameters(model, offset) == dynamics.inverse_dynamics(model, q, qd, qdd)``
@@ -228,31 +217,15 @@ def arm_regressor(model, q, qd, qdd, offset=False):
     B, n = q_b.shape
     k = _per_index(offset)
     R, p = algorithms.joint_transforms(ch, q_b)
-    w = np.zeros((B, 3))
-    wd = np.zeros((B, 3))
-    vd = np.broadcast_to(-np.asarray(model.gravity, dtype=float), (B, 3))
     F, N = [], []
-    for i in range(n):
-        Ri, pi = R[:, i], p[:, i]
-        vd_origin = vd + algorithms.cross(wd, pi) + algorithms.cross(w, algorithms.cross(w, pi))
-        w_new = algorithms.rotate_t(Ri, w)
-        wd_new = algorithms.rotate_t(Ri, wd)
-        vd_new = algorithms.rotate_t(Ri, vd_origin)
-        qd_z = qd_b[:, i, None] * _Z
-        qdd_z = qdd_b[:, i, None] * _Z
-        if ch.prismatic[i]:
-            vd_new = vd_new + qdd_z + 2.0 * algorithms.cross(w_new, qd_z)
-        else:
-            wd_new = wd_new + algorithms.cross(w_new, qd_z) + qdd_z
-            w_new = w_new + qd_z
-        w, wd, vd = w_new, wd_new, vd_new
+    for w, wd, vd in algorithms.body_motions(ch, R, p, qd_b, qdd_b, model.gravity):
         Fi = np.zeros((B, 3, 10))
         Ni = np.zeros((B, 3, 10))
         w_skew = algorithms.skew(w)
         Fi[:, :, 0] = vd
         Fi[:, :, 1:4] = algorithms.skew(wd) + w_skew @ w_skew
         Ni[:, :, 1:4] = -algorithms.skew(vd)
-        Ni[:, :, 4:] = _inertia_operator(wd) + w_skew @ _inertia_operator(w)
+        Ni[:, :, 4:] = algorithms.inertia_operator(wd) + w_skew @ algorithms.inertia_operator(w)
         F.append(Fi)
         N.append(Ni)
     Yb = np.zeros((B, n, 10 * n))
@@ -1036,7 +1009,6 @@ def excitation_limits(model, velocity_margin=0.8, acceleration_margin=0.5,
     (`default_velocity` without a limit), |q̈| ≤ acceleration_margin × the acceleration
     the joint's effort limit gives against its largest diagonal inertia and gravity
     effort over random configurations (`default_acceleration` without an effort limit)."""
-    n = model.n
     low = model.position_min + position_margin
     high = model.position_max - position_margin
     velocity = np.where(np.isfinite(model.velocity_max), velocity_margin * model.velocity_max,

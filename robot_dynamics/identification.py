@@ -42,7 +42,6 @@ __all__ = ['payload_regressor', 'payload_parameters', 'payload_from_parameters',
 
 PARAMETER_NAMES = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
-_Z = np.array([0.0, 0.0, 1.0])
 
 
 # ---------------------------------------------------------------------- parameters
@@ -114,24 +113,8 @@ def payload_regressor(model, q, qd, qdd):
     ch = model.chain
     B, n = q_b.shape
     R, p = algorithms.joint_transforms(ch, q_b)
-    # forward pass: velocities and accelerations of body i in its own frame
-    w = np.zeros((B, 3))
-    wd = np.zeros((B, 3))
-    vd = np.broadcast_to(-np.asarray(model.gravity, dtype=float), (B, 3))
-    for i in range(n):
-        Ri, pi = R[:, i], p[:, i]
-        vd_origin = vd + algorithms.cross(wd, pi) + algorithms.cross(w, algorithms.cross(w, pi))
-        w_new = algorithms.rotate_t(Ri, w)
-        wd_new = algorithms.rotate_t(Ri, wd)
-        vd_new = algorithms.rotate_t(Ri, vd_origin)
-        qd_z = qd_b[:, i, None] * _Z
-        qdd_z = qdd_b[:, i, None] * _Z
-        if ch.prismatic[i]:
-            vd_new = vd_new + qdd_z + 2.0 * algorithms.cross(w_new, qd_z)
-        else:
-            wd_new = wd_new + algorithms.cross(w_new, qd_z) + qdd_z
-            w_new = w_new + qd_z
-        w, wd, vd = w_new, wd_new, vd_new
+    # forward pass: the last body's velocities and accelerations in its own frame
+    w, wd, vd = list(algorithms.body_motions(ch, R, p, qd_b, qdd_b, model.gravity))[-1]
     # the payload frame (R_tip, p_tip in the last body): its motion in its own axes
     p_tip = np.broadcast_to(ch.p_tip, (B, 3))
     a_tip = vd + algorithms.cross(wd, p_tip) + algorithms.cross(w, algorithms.cross(w, p_tip))
@@ -145,7 +128,7 @@ def payload_regressor(model, q, qd, qdd):
     F[:, :, 0] = a_t
     F[:, :, 1:4] = algorithms.skew(wd_t) + w_skew @ w_skew
     N[:, :, 1:4] = -algorithms.skew(a_t)                  # (m c) × a = −a × (m c)
-    N[:, :, 4:] = _inertia_operator(wd_t) + w_skew @ _inertia_operator(w_t)
+    N[:, :, 4:] = algorithms.inertia_operator(wd_t) + w_skew @ algorithms.inertia_operator(w_t)
     # into the last body's axes, moment about its origin (as algorithms.tip_wrench_in_body)
     f = np.einsum('ij,bjk->bik', ch.R_tip, F)
     nm = np.einsum('ij,bjk->bik', ch.R_tip, N) + algorithms.skew(p_tip) @ f
@@ -157,16 +140,6 @@ def payload_regressor(model, q, qd, qdd):
             f = R[:, i] @ f
             nm = R[:, i] @ nm + algorithms.skew(p[:, i]) @ f
     return Y[0] if single else Y
-
-
-def _inertia_operator(v):
-    """L(v) (B, 3, 6) with I v = L(v) [I_xx, I_xy, I_xz, I_yy, I_yz, I_zz] for symmetric I."""
-    x, y, z = v[:, 0], v[:, 1], v[:, 2]
-    out = np.zeros(v.shape[:1] + (3, 6))
-    out[:, 0, 0], out[:, 0, 1], out[:, 0, 2] = x, y, z
-    out[:, 1, 1], out[:, 1, 3], out[:, 1, 4] = x, y, z
-    out[:, 2, 2], out[:, 2, 4], out[:, 2, 5] = x, y, z
-    return out
 
 
 # ---------------------------------------------------------------------- estimator
