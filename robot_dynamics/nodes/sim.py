@@ -376,8 +376,8 @@ def write_overview_plot(path, names, t, q, q_ref, error, title=None, units=None)
         axis.grid(True, color='0.92')
     position.legend(handles=[Line2D([], [], color='0.5', alpha=0.4, linewidth=5.0),
                              Line2D([], [], color='0.2', linewidth=1.3)],
-                    labels=['reference', 'measured'], loc='best', fontsize='small')
-    tracking.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='small',
+                    labels=['reference', 'measured'], loc='best', fontsize='medium')
+    tracking.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='medium',
                     frameon=False)
     if title:
         figure.suptitle(title)
