@@ -1,7 +1,8 @@
 """The documentation holds together: every relative link in README.md, doc/*.md and
 examples/README.md points to an existing file (and an existing heading), every doc page is
 reachable from the README, the README's quick-start commands and Python example work as
-written, its figure is on the first screen with the command that draws it, and no file in the repository points to notes that are not in it."""
+written, its figure is on the first screen with the command that draws it, and no file
+in the repository points to notes that are not in it."""
 
 import os
 import re
