@@ -15,22 +15,50 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - A future `start_time` keeps the running reference until then (ROS 1 splicing); the new
   trajectory starts from the old one's state at that time.
 - After the last point the reference holds its positions with zero velocity/acceleration.
+- A point's `effort` is a feed-forward effort, interpolated linearly between the points (as
+  JTC), starting from the feed-forward effort of the current reference; after the last point
+  the last point's effort stays, a hold or a stop drops it.
+- `interpolation_method` 'none' (JTC's): no interpolation; on [t_k, t_k+1) the reference is
+  point k+1 as given (missing velocities and accelerations are zero), before the first point
+  the start state with zero acceleration.
+- `allow_integration_in_goal_trajectories` (JTC's): points without positions get them (and
+  missing velocities) by trapezoidal integration of their velocities (accelerations) from
+  the start reference, as JTC's `deduce_from_derivatives`.
+- `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a reference
+  per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here with
+  q̈_d continuous, `deceleration_plan`).
+- Speed scaling (speed_scaling.py): the trajectory's time s advances at a factor f ∈ [0, 1]
+  of the controller's time; every method takes controller time and maps it to s, and the
+  reference's velocity and acceleration are scaled (f·q_d', f²·q_d'' + ḟ·q_d').
 """
 
 import bisect
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from robot_dynamics.speed_scaling import (check_factor, DEFAULT_RATE_LIMIT, scale_derivatives,
+                                          ScaledTime)
+
 __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTrajectory',
-           'finite_number',
+           'finite_number', 'INTERPOLATION_METHODS',
            'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
-           'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots']
+           'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots',
+           'stop_duration', 'deceleration_plan']
 
 
 # |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
 # values overflow the segment polynomials to inf and NaN).
 MAX_ABS_VALUE = 1.0e6
+# A last point's velocity counts as non-zero beyond this (JTC compares with float epsilon).
+FLOAT_EPSILON = float(np.finfo(np.float32).eps)
+INTERPOLATION_METHODS = ('splines', 'none')
+MIN_STOP = 0.1      # s: the shortest stop of a moving joint (`stop_duration`)
+# The stop's reference decelerates at most this share of max_deceleration_on_cancel: the
+# rest is for the arm's tracking transient (a cycle of control latency; 7.5 % measured on
+# the PUMA 560 loop at 100 Hz, doc/trajectories.md), so that the arm stays within it too.
+STOP_SHARE = 0.9
 
 
 class TrajectoryRejected(ValueError):
@@ -47,7 +75,13 @@ class EndsInThePast(TrajectoryRejected):
 
 class OutsideTrajectory(ValueError):
     """`JointTrajectorySampler.query` at a time the current trajectory does not cover; the
-    message says why."""
+    message says why. `reference`: what JTC's ~/query_state then returns, the reference
+    held at that time (at or after the last point, or while holding), or None before the
+    trajectory's start (JTC then returns the measured state)."""
+
+    def __init__(self, message, reference=None):
+        super().__init__(message)
+        self.reference = reference
 
 
 @dataclass(frozen=True)
@@ -56,6 +90,7 @@ class TrajectoryPoint:
     positions: tuple
     velocities: tuple = ()
     accelerations: tuple = ()
+    effort: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -70,7 +105,8 @@ class TrajectoryCommand:
         stamp = msg.header.stamp
         points = tuple(
             TrajectoryPoint(_seconds(p.time_from_start), tuple(p.positions),
-                            tuple(p.velocities), tuple(p.accelerations))
+                            tuple(p.velocities), tuple(p.accelerations),
+                            tuple(getattr(p, 'effort', ())))
             for p in msg.points)
         return cls(tuple(msg.joint_names), points, _seconds(stamp))
 
@@ -84,6 +120,8 @@ class Reference:
     positions: np.ndarray               # (n,) in the sampler's `joints` order
     velocities: np.ndarray
     accelerations: np.ndarray
+    effort: np.ndarray = None           # (n,) feed-forward effort of the points, or None
+    speed_scaling_factor: float = 1.0   # f in effect at that time
 
 
 # --- polynomial segments -------------------------------------------------------------------
@@ -149,15 +187,19 @@ def _evaluate(c, tau):
 
 class _Plan:
     """A piecewise polynomial reference on [times[0], times[-1]] that holds `final` after it.
-    Before times[0] it defers to `previous` (the plan it replaces), or to its start state."""
+    Before times[0] it defers to `previous` (the plan it replaces), or to its start state.
+    `effort` (K+1, n): feed-forward effort at the knots, linear between them, or None.
+    `armed`: cmd_timeout applies after its end (an accepted trajectory not yet settled)."""
 
-    def __init__(self, times, coefficients, final, previous=None, hold=False):
+    def __init__(self, times, coefficients, final, previous=None, hold=False, effort=None):
         self.times = times                  # (K+1,) absolute knot times
         self._knots = [float(t) for t in times]
         self.coefficients = coefficients    # (K, 6, n)
         self.final = final                  # (n,) positions held after the end
         self.previous = previous
         self.hold = hold
+        self.effort = effort
+        self.armed = not hold
 
     @property
     def start(self):
@@ -177,6 +219,20 @@ class _Plan:
         tau = min(max(t - self._knots[k], 0.0), self._knots[k + 1] - self._knots[k])
         return _evaluate(self.coefficients[k], tau)
 
+    def effort_at(self, t):
+        """The feed-forward effort (n,) at t, or None: linear between the knots."""
+        if t < self.times[0] and self.previous is not None:
+            return self.previous.effort_at(t)
+        effort = self.effort
+        if effort is None:
+            return None
+        if len(effort) == 1 or t >= self._knots[-1]:
+            return effort[-1].copy()
+        k = min(max(bisect.bisect_right(self._knots, t) - 1, 0), len(effort) - 2)
+        h = self._knots[k + 1] - self._knots[k]
+        s = min(max((t - self._knots[k]) / h, 0.0), 1.0)
+        return effort[k] + s * (effort[k + 1] - effort[k])
+
     def prune(self, now):
         """Forget replaced plans that can no longer be sampled (their time has passed)."""
         plan = self
@@ -187,10 +243,131 @@ class _Plan:
                 plan = plan.previous
 
 
+class _StepPlan(_Plan):
+    """interpolation_method 'none' (JTC's): no interpolation. On [times[k], times[k+1]) the
+    reference is knot k+1 as given; on the first segment it is knot 0 (the start state) when
+    `from_start`, as JTC before the trajectory's first point. `values`: (p, q̇, q̈) (K+1, n)."""
+
+    def __init__(self, times, values, final, previous, effort, from_start):
+        super().__init__(times, np.zeros((len(times) - 1, 6, final.size)), final, previous,
+                         effort=effort)
+        self.values = values
+        self.from_start = from_start
+
+    def _index(self, t):
+        k = bisect.bisect_right(self._knots, t) - 1
+        if k >= len(self._knots) - 1:
+            return None                     # at or after the last point
+        return 0 if (k <= 0 and self.from_start) else max(k, 0) + 1
+
+    def sample(self, t):
+        if t < self.times[0] and self.previous is not None:
+            return self.previous.sample(t)
+        i = self._index(t)
+        if i is None:
+            zero = np.zeros_like(self.final)
+            return self.final.copy(), zero, zero.copy()
+        return tuple(v[i].copy() for v in self.values)
+
+    def effort_at(self, t):
+        if t < self.times[0] and self.previous is not None:
+            return self.previous.effort_at(t)
+        if self.effort is None:
+            return None
+        i = self._index(t)
+        return self.effort[-1 if i is None else i].copy()
+
+
 def _hold_plan(positions, now):
     positions = np.array(positions, dtype=float)
     return _Plan(np.array([now]), np.zeros((0, 6, positions.size)), positions, hold=True)
 
+
+def stop_duration(v0, a0, max_deceleration):
+    """The duration T of `deceleration_plan`'s stop of one joint from velocity v0 and
+    acceleration a0: short enough to be useful, long enough that |q̈| never exceeds
+    max(max_deceleration, |a0|), and at least MIN_STOP (q̈_d then returns to 0 without a
+    jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from
+    (v0, a0) to (0, 0) on [0, T], so at s = t / T
+        q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0,
+    whose largest magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is
+    found by bisection (a joint at rest: T = 0)."""
+    if v0 == 0.0 and a0 == 0.0:
+        return 0.0
+    limit = max(float(max_deceleration), abs(a0))
+
+    def peak(T):
+        alpha, beta = 6.0 * v0 / T + 3.0 * a0, -(6.0 * v0 / T + 4.0 * a0)
+        worst = abs(a0)
+        if alpha != 0.0 and 0.0 < -beta / (2.0 * alpha) < 1.0:
+            s = -beta / (2.0 * alpha)
+            worst = max(worst, abs((alpha * s + beta) * s + a0))
+        return worst
+
+    high = max(1.5 * abs(v0) / limit, MIN_STOP)
+    while peak(high) > limit:
+        high *= 2.0
+    low = MIN_STOP
+    if peak(low) <= limit:
+        return low
+    for _ in range(60):                     # `high` stays within the limit
+        middle = 0.5 * (low + high)
+        if peak(middle) <= limit:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _shifted(c, s):
+    """Coefficients (6,) of P(s + τ) in τ for P with coefficients c (6,) in t."""
+    out = np.zeros(6)
+    for j in range(6):
+        out[j] = sum(c[i] * math.comb(i, j) * s ** (i - j) for i in range(j, 6))
+    return out
+
+
+def deceleration_plan(positions, velocities, max_deceleration, now, accelerations=None):
+    """Each joint from (q, q̇, q̈) at `now` to rest (JTC's decelerate_on_cancel) with its
+    deceleration never beyond STOP_SHARE · max_deceleration[i]; unlike JTC's constant
+    deceleration (a step in q̈_d at the start and at the end, which a computed-torque law
+    turns into torque steps) q̇ is a cubic Hermite from (q̇0, q̈0) to rest over `stop_duration`, so q̈_d
+    is continuous: with q̈0 = 0 the stop takes 1.5 |q̇0| / (0.9 a) (JTC: |q̇0| / a) and ends
+    q̇0 T / 2 + q̈0 T² / 12 from where it began. A `_Plan` of quartic pieces between the
+    joints' stop times; a joint at rest holds at once."""
+    p0 = np.array(positions, dtype=float)
+    v0 = np.array(velocities, dtype=float)
+    a0 = np.zeros_like(v0) if accelerations is None else np.array(accelerations, dtype=float)
+    stop = np.array([stop_duration(v, a, STOP_SHARE * d)
+                     for v, a, d in zip(v0, a0, max_deceleration)])
+    rest = p0 + stop * (v0 / 2.0 + stop * a0 / 12.0)
+    ends = np.unique(stop[stop > 0.0])
+    if ends.size == 0:
+        plan = _hold_plan(p0, now)
+        plan.hold = False                   # a (trivial) stop trajectory, as JTC's
+        plan.armed = False
+        return plan
+    # q(t) per joint in powers of t: q0, q̇0, q̈0/2, c2/3, c3/4, q̇ = q̇0 + q̈0 t + c2 t² + c3 t³
+    polynomials = np.zeros((p0.size, 6))
+    for i, T in enumerate(stop):
+        if T > 0.0:
+            c2 = -3.0 * v0[i] / T**2 - 2.0 * a0[i] / T
+            c3 = 2.0 * v0[i] / T**3 + a0[i] / T**2
+            polynomials[i, :5] = p0[i], v0[i], 0.5 * a0[i], c2 / 3.0, c3 / 4.0
+    starts = np.concatenate([[0.0], ends[:-1]])
+    coefficients = np.zeros((starts.size, 6, p0.size))
+    for k, s in enumerate(starts):
+        for i in range(p0.size):
+            if stop[i] > s:
+                coefficients[k, :, i] = _shifted(polynomials[i], s)
+            else:
+                coefficients[k, 0, i] = rest[i]
+    plan = _Plan(now + np.concatenate([[0.0], ends]), coefficients, rest)
+    plan.armed = False
+    return plan
+
+
+PAUSED = 1e-3       # a speed scaling factor at most this: a stop holds at once
 
 # --- the sampler -------------------------------------------------------------------------
 
@@ -199,7 +376,10 @@ class JointTrajectorySampler:
     (see the module docstring and doc/trajectories.md). Call `hold` once before use."""
 
     def __init__(self, joints, position_min=None, position_max=None,
-                 allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True):
+                 allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True,
+                 interpolation_method='splines', allow_integration_in_goal_trajectories=False,
+                 max_deceleration_on_cancel=None,
+                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT):
         self.joints = tuple(str(j) for j in joints)
         if not self.joints or len(set(self.joints)) != len(self.joints):
             raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
@@ -214,7 +394,22 @@ class JointTrajectorySampler:
         self.allow_partial_joints_goal = bool(allow_partial_joints_goal)
         self.allow_nonzero_velocity_at_trajectory_end = bool(
             allow_nonzero_velocity_at_trajectory_end)
+        if interpolation_method not in INTERPOLATION_METHODS:
+            raise ValueError(f'interpolation_method: expected one of {INTERPOLATION_METHODS}, '
+                             f'got {interpolation_method!r}')
+        self.interpolation_method = interpolation_method
+        self.allow_integration_in_goal_trajectories = bool(
+            allow_integration_in_goal_trajectories)
+        self.max_deceleration_on_cancel = None
+        if max_deceleration_on_cancel is not None:
+            decel = self._limit('max_deceleration_on_cancel', max_deceleration_on_cancel, 0.0)
+            if not (np.isfinite(decel) & (decel > 0.0)).all():
+                raise ValueError(f'max_deceleration_on_cancel: expected {self.n} finite '
+                                 f'values > 0, got {list(decel)}')
+            self.max_deceleration_on_cancel = decel
         self._plan = None
+        self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
+        self._deferred_factor = None        # a factor that came during a stop
 
     def _limit(self, name, values, default):
         if values is None:
@@ -235,14 +430,111 @@ class JointTrajectorySampler:
         if bad.size:
             j = int(bad[0])
             raise ValueError(f'hold positions[{j}] (joint {self.joints[j]!r}): not finite')
-        self._plan = _hold_plan(array, float(now))
+        self.scaled_time.start(float(now))
+        self._plan = _hold_plan(array, self.trajectory_time(now))
+
+    def stop(self, now, positions=None, velocities=None):
+        """Bring the reference to rest from (positions, velocities), by default the
+        reference's own at `now`: along `deceleration_plan` with max_deceleration_on_cancel
+        (JTC's decelerate_on_cancel), else held at those positions at once. Cancels any
+        trajectory; drops the feed-forward effort.
+
+        Under speed scaling the stop runs in trajectory time like any trajectory (JTC's stop
+        trajectory too), with the factor f0 of `now` frozen until the stop is over (a factor
+        arriving meanwhile applies then) and the deceleration limit divided by f0², so that
+        on the clock it starts from the reference's (or the measured) velocity, decelerates
+        within max_deceleration_on_cancel and covers the distance that velocity needs; a
+        paused reference (f0 ≈ 0, at rest on the clock) is held where it stands."""
+        clock = float(now)
+        now, f0, _ = self.scaled_time.at(clock)
+        plan = self._require_plan()
+        plan.prune(now)
+        p_ref, v_ref, a_ref = plan.sample(now)
+        p = p_ref if positions is None else self._state_vector('stop positions', positions)
+        if self.max_deceleration_on_cancel is None:
+            self._plan = _hold_plan(p, now)
+            return
+        if velocities is None:              # from the reference: q̈_d stays continuous
+            v, a = v_ref, a_ref
+        else:                               # from a measured state (no acceleration)
+            v, a = self._state_vector('stop velocities', velocities), None
+            v = v / f0 if f0 > PAUSED else v
+        if f0 <= PAUSED:                    # at rest on the clock already
+            v, a = np.zeros(self.n), None
+        else:
+            self.scaled_time.request(f0, clock)     # freeze: ḟ = 0 during the stop
+        self._plan = deceleration_plan(p, v, self.max_deceleration_on_cancel
+                                       / max(f0, PAUSED) ** 2, now, a)
+        self._plan.freezes_factor = True
+
+    def _state_vector(self, name, values):
+        array = np.array(values, dtype=float).reshape(-1)
+        if array.shape != (self.n,) or not np.isfinite(array).all():
+            raise ValueError(f'{name}: expected {self.n} finite values, got {values!r}')
+        return array
+
+    def settle(self):
+        """The current trajectory's goal is reached: cmd_timeout no longer applies to it
+        (JTC holds the last point once an action goal succeeds)."""
+        self._require_plan().armed = False
+
+    def command_timed_out(self, now, cmd_timeout):
+        """True when an accepted trajectory (not a hold, a stop or a settled one) ended more
+        than cmd_timeout s ago (JTC's cmd_timeout, counted from the last point in trajectory
+        time, as JTC); 0 = never."""
+        plan = self._plan
+        return (plan is not None and plan.armed and cmd_timeout > 0.0
+                and self.trajectory_time(now) - plan.end > cmd_timeout)
 
     def sample(self, now):
         plan = self._require_plan()
-        plan.prune(now)
-        q, qd, qdd = plan.sample(float(now))
+        s, f, fdot = self.scaled_time.at(float(now))
+        if self._deferred_factor is not None and self._apply_deferred_factor(plan, s, now):
+            s, f, fdot = self.scaled_time.at(float(now))
+        plan.prune(s)
+        q, qd, qdd = plan.sample(s)
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float))
+                         np.array(qdd, dtype=float), plan.effort_at(s), f)
+
+    # -- speed scaling --
+
+    def trajectory_time(self, now):
+        """The trajectory time s at controller time `now` (= now without speed scaling)."""
+        return self.scaled_time.at(float(now))[0]
+
+    def trajectory_start(self, start_time, now):
+        """The trajectory time at which a trajectory stamped `start_time` (0: now) received
+        at controller time `now` starts: the wait until a future stamp passes in trajectory
+        time too, as in JTC."""
+        s_now = self.trajectory_time(now)
+        start_time = float(start_time)
+        if start_time <= 0.0:
+            return s_now
+        return start_time if s_now == now else s_now + (start_time - now)
+
+    def set_speed_scaling_factor(self, factor, now):
+        """Move the speed scaling factor from its value at `now` towards `factor` at the
+        rate limit; ValueError (nothing changes) unless factor is a finite number in [0, 1].
+        During a stop (see `stop`) the factor is kept and this one applies after it."""
+        plan = self._plan
+        if (getattr(plan, 'freezes_factor', False) and now is not None
+                and self.trajectory_time(now) < plan.end):
+            self._deferred_factor = check_factor(factor)
+            return
+        self._deferred_factor = None
+        self.scaled_time.request(factor, now)
+
+    def _apply_deferred_factor(self, plan, s, now):
+        """After a stop (or once another plan replaced it): the factor that came during it."""
+        if getattr(plan, 'freezes_factor', False) and s < plan.end:
+            return False
+        factor, self._deferred_factor = self._deferred_factor, None
+        self.scaled_time.request(factor, now)
+        return True
+
+    def speed_scaling_factor(self, now):
+        return self.scaled_time.factor(float(now))
 
     def query(self, t):
         """The reference of the current trajectory at time t, without changing anything
@@ -253,27 +545,37 @@ class JointTrajectorySampler:
         holding a position (before any trajectory, after a stop)."""
         plan = self._require_plan()         # one read: a concurrent accept swaps the whole plan
         t = float(t)
+        s, f, fdot = self.scaled_time.at(t)
+        when = f'time {t:.6f} s' if s == t else (f'time {t:.6f} s (trajectory time {s:.6f} s '
+                                                 'under speed scaling)')
+        if not s >= plan.start:             # NaN too
+            raise OutsideTrajectory(f'{when} is before the start of the current '
+                                    f'trajectory ({plan.start:.6f} s)')
         if plan.hold:
             raise OutsideTrajectory('no trajectory: holding a position (none accepted since, '
-                                    'or stopped)')
-        if not t >= plan.start:             # NaN too
-            raise OutsideTrajectory(f'time {t:.6f} s is before the start of the current '
-                                    f'trajectory ({plan.start:.6f} s)')
-        if t >= plan.end:
-            raise OutsideTrajectory(f'time {t:.6f} s is not before the last point of the '
-                                    f'current trajectory ({plan.end:.6f} s)')
-        q, qd, qdd = plan.sample(t)         # t >= start: the replaced plan is not consulted
+                                    'or stopped)', self._reference(plan, s, f, fdot))
+        if s >= plan.end:
+            raise OutsideTrajectory(f'{when} is not before the last point of the '
+                                    f'current trajectory ({plan.end:.6f} s)',
+                                    self._reference(plan, s, f, fdot))
+        return self._reference(plan, s, f, fdot)  # s >= start: the replaced plan is not used
+
+    @staticmethod
+    def _reference(plan, s, f, fdot):
+        q, qd, qdd = plan.sample(s)
+        qd, qdd = scale_derivatives(qd, qdd, f, fdot)
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
-                         np.array(qdd, dtype=float))
+                         np.array(qdd, dtype=float), plan.effort_at(s), f)
 
     def status(self, now):
         """'holding' | 'waiting' (future start) | 'running' | 'finished'."""
         plan = self._require_plan()
         if plan.hold:
             return 'holding'
-        if now < plan.start:
+        s = self.trajectory_time(now)
+        if s < plan.start:
             return 'waiting'
-        return 'running' if now < plan.end else 'finished'
+        return 'running' if s < plan.end else 'finished'
 
     @property
     def goal_positions(self):
@@ -322,23 +624,25 @@ class JointTrajectorySampler:
         if self._plan is None:
             raise TrajectoryRejected('no current reference yet (joint states not received)')
         now = float(now)
+        s_now = self.trajectory_time(now)
         if not command.points:              # stop (ROS 1 JTC), whatever joint_names says
-            self._plan.prune(now)
-            self._plan = _hold_plan(self._plan.sample(now)[0], now)
+            self.stop(now)
             return
         start_time = finite_number('start_time', command.start_time)
         if start_time < 0.0:
             raise TrajectoryRejected(f'start_time: {start_time} s is negative')
         columns = self._columns(command.joint_names)
-        times, positions, velocities, accelerations = self._points(command, columns)
+        times, fields = self._points(command, columns)
         start = start_time if start_time > 0.0 else now
         if start + times[-1] < now:
             raise EndsInThePast(
                 f'start_time: the trajectory ends at {start + times[-1]:.6f} s, in the past '
                 f'(now {now:.6f} s)')
-        self._plan.prune(now)
-        self._plan = self._new_plan(start, times, positions, velocities, accelerations,
-                                    columns, now)
+        plan = self._new_plan(self.trajectory_start(start_time, now), times, fields,
+                              command, columns, s_now)
+        self._plan.prune(s_now)
+        self.scaled_time.forget_before(now)
+        self._plan = plan
 
     def _columns(self, joint_names):
         """Index into `joints` of each message column; rejects unknown/duplicate/missing."""
@@ -361,10 +665,12 @@ class JointTrajectorySampler:
         return columns
 
     def _points(self, command, columns):
-        """(times (m,), positions (m, c), velocities or None, accelerations or None)."""
+        """(times (m,), {field: (m, c) array or None}) for positions, velocities,
+        accelerations and effort."""
         width = len(columns)
         times = np.empty(len(command.points))
-        fields = {'positions': [], 'velocities': [], 'accelerations': []}
+        integrate = self.allow_integration_in_goal_trajectories
+        fields = {'positions': [], 'velocities': [], 'accelerations': [], 'effort': []}
         for k, point in enumerate(command.points):
             times[k] = finite_number(f'points[{k}].time_from_start', point.time_from_start)
             if k == 0 and times[k] < 0.0:
@@ -374,13 +680,19 @@ class JointTrajectorySampler:
                     f'points[{k}].time_from_start: {times[k]} s is not after points[{k - 1}] '
                     f'({times[k - 1]} s); times must strictly increase')
             for field, values in fields.items():
-                values.append(self._vector(command, k, field, width, field == 'positions'))
+                values.append(self._vector(command, k, field, width,
+                                           field == 'positions' and not integrate))
         arrays = {field: self._array(command, field, values) for field, values in fields.items()}
-        if arrays['accelerations'] is not None and arrays['velocities'] is None:
-            raise TrajectoryRejected('points[0].accelerations: given without velocities')
-        self._check_limits(arrays['positions'], columns)
+        if arrays['positions'] is None:     # allow_integration_in_goal_trajectories
+            if arrays['velocities'] is None and arrays['accelerations'] is None:
+                raise TrajectoryRejected('points[0]: no positions, velocities or '
+                                         'accelerations')
+        else:
+            if arrays['accelerations'] is not None and arrays['velocities'] is None:
+                raise TrajectoryRejected('points[0].accelerations: given without velocities')
+            self._check_limits(arrays['positions'], columns)
         self._check_final_velocity(arrays['velocities'], command, columns)
-        return times, arrays['positions'], arrays['velocities'], arrays['accelerations']
+        return times, arrays
 
     def _vector(self, command, k, field, width, required):
         values = getattr(command.points[k], field)
@@ -430,7 +742,7 @@ class JointTrajectorySampler:
     def _check_final_velocity(self, velocities, command, columns):
         if velocities is None or self.allow_nonzero_velocity_at_trajectory_end:
             return
-        moving = np.flatnonzero(velocities[-1] != 0.0)
+        moving = np.flatnonzero(np.abs(velocities[-1]) > FLOAT_EPSILON)
         if moving.size:
             i = int(moving[0])
             raise TrajectoryRejected(
@@ -438,33 +750,77 @@ class JointTrajectorySampler:
                 f'{command.joint_names[i]!r}): {velocities[-1, i]} is non-zero at the '
                 'trajectory end and allow_nonzero_velocity_at_trajectory_end is false')
 
-    def _new_plan(self, start, times, positions, velocities, accelerations, columns, now):
+    def _new_plan(self, start, times, fields, command, columns, now):
         """Knot 0 is the current reference at t0 = max(start, now); points before t0 are
         dropped and a point exactly at t0 replaces knot 0 (a step, as in JTC)."""
         t0 = max(start, now)
         absolute = start + times
         keep = absolute >= t0
-        p_ref, v_ref, a_ref = (np.asarray(x, dtype=float) for x in self._plan.sample(t0))
-        knots_p = self._widen(positions[keep], columns, p_ref)
-        knots_v = None if velocities is None else self._widen(velocities[keep], columns, 0.0)
-        knots_a = (None if accelerations is None
-                   else self._widen(accelerations[keep], columns, 0.0))
+        p_ref, v_ref, a_ref = (np.array(x, dtype=float) for x in self._plan.sample(t0))
+        e_ref = self._plan.effort_at(t0)
+        fields = {name: None if values is None else values[keep]
+                  for name, values in fields.items()}
         knot_times = absolute[keep]
+        if fields['positions'] is None:
+            self._integrate(fields, knot_times, t0, p_ref[columns], v_ref[columns],
+                            a_ref[columns], columns)
+        knots_p = self._widen(fields['positions'], columns, p_ref)
+        knots_v, knots_a, knots_e = (
+            None if fields[name] is None else self._widen(fields[name], columns, 0.0)
+            for name in ('velocities', 'accelerations', 'effort'))
+        from_start = bool(keep.all()) and knot_times[0] > t0
         if knot_times[0] == t0:                 # time_from_start 0: replaces knot 0
             p_ref = knots_p[0]
             v_ref = knots_v[0] if knots_v is not None else np.zeros(self.n)
             a_ref = knots_a[0] if knots_a is not None else np.zeros(self.n)
+            e_ref = knots_e[0] if knots_e is not None else None
             knot_times, knots_p = knot_times[1:], knots_p[1:]
             knots_v = None if knots_v is None else knots_v[1:]
             knots_a = None if knots_a is None else knots_a[1:]
+            knots_e = None if knots_e is None else knots_e[1:]
         previous = self._plan if t0 > now else None
         final = knots_p[-1] if len(knots_p) else p_ref
         times = np.concatenate([[t0], knot_times])
         p = np.vstack([p_ref, knots_p])
+        e = None
+        if knots_e is not None:
+            e = np.vstack([np.zeros(self.n) if e_ref is None else e_ref, knots_e])
+        if self.interpolation_method == 'none':
+            zero = np.zeros((len(knot_times), self.n))
+            v = np.vstack([v_ref, zero if knots_v is None else knots_v])
+            a = np.vstack([np.zeros(self.n), zero if knots_a is None else knots_a])
+            return _StepPlan(times, (p, v, a), final.copy(), previous, e, from_start)
         v = None if knots_v is None else np.vstack([v_ref, knots_v])
         a = None if knots_a is None else np.vstack([a_ref, knots_a])
         coefficients = _segments(times, p, v, a, v_ref, a_ref)
-        return _Plan(times, coefficients, final.copy(), previous)
+        return _Plan(times, coefficients, final.copy(), previous, effort=e)
+
+    def _integrate(self, fields, times, t0, p0, v0, a0, columns):
+        """allow_integration_in_goal_trajectories: positions (and velocities, if missing)
+        of the points from their velocities (accelerations), by the trapezoidal rule from
+        the start reference (p0, v0, a0 at t0), as JTC's deduce_from_derivatives."""
+        velocities, accelerations = fields['velocities'], fields['accelerations']
+        m = len(times)
+        positions = np.empty((m, len(columns)))
+        derived_v = velocities is None
+        if derived_v:
+            velocities = np.empty_like(positions)
+        p, v, a, t = p0, v0, a0, t0
+        for k in range(m):
+            h = times[k] - t
+            a_k = accelerations[k] if accelerations is not None else np.zeros_like(p)
+            if derived_v:
+                velocities[k] = v + 0.5 * (a + a_k) * h
+            positions[k] = p + 0.5 * (v + velocities[k]) * h
+            p, v, a, t = positions[k], velocities[k], a_k, times[k]
+        bad = np.argwhere(~(np.abs(positions) <= MAX_ABS_VALUE))
+        if bad.size:
+            k, i = (int(x) for x in bad[0])
+            raise TrajectoryRejected(f'points[{k}].positions[{i}]: integrated to '
+                                     f'{positions[k, i]}, beyond +-{MAX_ABS_VALUE:g}')
+        self._check_limits(positions, columns)
+        fields['positions'] = positions
+        fields['velocities'] = velocities
 
     def _widen(self, values, columns, fill):
         """(m, c) message columns -> (m, n) in `joints` order; missing joints get `fill`."""

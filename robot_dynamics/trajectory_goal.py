@@ -6,11 +6,12 @@ ros2_controllers' joint_trajectory_controller (JTC) decides it: pure math, no RO
   > 0 sets it, 0 keeps the default, -1 erases it (not checked); anything else is invalid
   (JTC then falls back to the defaults; here the goal is refused, with the field named).
 - While the trajectory runs (after its start, before its last point) the path tolerances are
-  checked against the tracking error (q_d − q, q̇_d − q̇): any joint outside ⇒
-  PATH_TOLERANCE_VIOLATED. The acceleration component is accepted but not checked: the
-  controller measures no acceleration (JTC's error then has no acceleration either).
-- From the last point on: SUCCESSFUL once every joint has |q − q_goal| and |q̇| within the
-  goal tolerances; GOAL_TOLERANCE_VIOLATED once `goal_time_tolerance` s have passed after the
+  checked against the tracking error (q_d − q, q̇_d − q̇, q̈_d − q̈): any joint outside ⇒
+  PATH_TOLERANCE_VIOLATED. The measured q̈ is the finite difference of the measured
+  velocities between two joint states (`AccelerationEstimate`), kept only while a goal has
+  an acceleration tolerance.
+- From the last point on: SUCCESSFUL once every joint has |q − q_goal|, |q̇| and |q̈| within
+  the goal tolerances; GOAL_TOLERANCE_VIOLATED once `goal_time_tolerance` s have passed after the
   last point without that (0: wait for ever, as JTC's `constraints.goal_time` default).
 
 The result codes are control_msgs' `FollowJointTrajectory.Result` constants.
@@ -27,7 +28,7 @@ from robot_dynamics.trajectory import (EndsInThePast, finite_number, InvalidJoin
 __all__ = ['SUCCESSFUL', 'INVALID_GOAL', 'INVALID_JOINTS', 'OLD_HEADER_TIMESTAMP',
            'PATH_TOLERANCE_VIOLATED', 'GOAL_TOLERANCE_VIOLATED', 'JointTolerance',
            'StateTolerances', 'GoalOutcome', 'resolve_tolerance', 'joint_tolerances',
-           'rejection_code', 'TrajectoryGoalMonitor']
+           'rejection_code', 'AccelerationEstimate', 'TrajectoryGoalMonitor']
 
 SUCCESSFUL = 0
 INVALID_GOAL = -1
@@ -107,9 +108,34 @@ def rejection_code(rejection):
     return INVALID_GOAL
 
 
+class AccelerationEstimate:
+    """The measured acceleration q̈ [rad/s² | m/s²] as the finite difference of the measured
+    velocities of two consecutive joint states: (q̇_k − q̇_k−1) / (t_k − t_k−1), t the time
+    each state was received (or stamped). None until two states have been seen."""
+
+    def __init__(self):
+        self._t = None
+        self._qd = None
+        self.value = None
+
+    def update(self, t, qd):
+        """Feed the state of time t (a state seen before, same t, changes nothing)."""
+        if self._t is not None and t <= self._t:
+            if t < self._t:                 # time went back: start again
+                self._t, self._qd, self.value = None, None, None
+            return self.value
+        qd = np.array(qd, dtype=float)
+        if self._t is not None:
+            self.value = (qd - self._qd) / (t - self._t)
+        self._t, self._qd = t, qd
+        return self.value
+
+
 def _violation(errors, tolerances, joints, units):
     """'joint 'j' position error e exceeds t' for the first violated joint, else None."""
-    for component, unit in zip(('position', 'velocity'), units):
+    for component, unit in zip(('position', 'velocity', 'acceleration'), units):
+        if component not in errors:
+            continue
         error = np.asarray(errors[component], dtype=float)
         tolerance = getattr(tolerances, component)
         outside = (tolerance > 0.0) & ~(np.abs(error) <= tolerance)   # NaN error: outside
@@ -128,7 +154,7 @@ class TrajectoryGoalMonitor:
     its last point [s, controller clock]; path, goal: StateTolerances; goal_time_tolerance [s]
     (0 = no limit)."""
 
-    UNITS = ('rad|m', 'rad/s|m/s')
+    UNITS = ('rad|m', 'rad/s|m/s', 'rad/s^2|m/s^2')
 
     def __init__(self, joints, goal_positions, start_time, end_time, path, goal,
                  goal_time_tolerance):
@@ -139,17 +165,28 @@ class TrajectoryGoalMonitor:
         self.path = path
         self.goal = goal
         self.goal_time_tolerance = float(goal_time_tolerance)
-        self._check_path = bool((path.position > 0.0).any() or (path.velocity > 0.0).any())
+        self._check_path = bool((path.position > 0.0).any() or (path.velocity > 0.0).any()
+                                or (path.acceleration > 0.0).any())
+        self.acceleration = None
+        if (path.acceleration > 0.0).any() or (goal.acceleration > 0.0).any():
+            self.acceleration = AccelerationEstimate()
 
-    def check(self, t, q, qd, reference):
+    def check(self, t, q, qd, reference, state_time=None):
         """The outcome at time t (a GoalOutcome), or None while the goal goes on.
-        reference: q_d, q̇_d at t (anything with `positions` and `velocities`)."""
+        reference: q_d, q̇_d, q̈_d at t (anything with `positions`, `velocities` and
+        `accelerations`); state_time: when (q, q̇) was measured (default t), for the
+        acceleration estimate when an acceleration tolerance is set."""
+        qdd = None
+        if self.acceleration is not None:
+            qdd = self.acceleration.update(t if state_time is None else state_time, qd)
         if t < self.start_time:
             return None
         if t < self.end_time:
             if not self._check_path:
                 return None
             errors = {'position': reference.positions - q, 'velocity': reference.velocities - qd}
+            if qdd is not None:
+                errors['acceleration'] = reference.accelerations - qdd
             violation = _violation(errors, self.path, self.joints, self.UNITS)
             if violation is None:
                 return None
@@ -157,6 +194,10 @@ class TrajectoryGoalMonitor:
                                f'path_tolerance violated at t = {t - self.start_time:.3f} s '
                                f'of the trajectory: {violation}; holding the position')
         errors = {'position': self.goal_positions - q, 'velocity': -np.asarray(qd)}
+        if qdd is not None:
+            errors['acceleration'] = -qdd
+        elif self.acceleration is not None and (self.goal.acceleration > 0.0).any():
+            return None                     # no estimate yet: not decided this cycle
         violation = _violation(errors, self.goal, self.joints, self.UNITS)
         if violation is None:
             worst = float(np.max(np.abs(errors['position'])))

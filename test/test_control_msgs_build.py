@@ -11,6 +11,11 @@ QueryTrajectoryState (identical in 5.8.0 and 6.8.0) was read off upstream builds
 release tag, 6.8.0 with the Kilted wheels and 5.8.0 with the Jazzy wheels (the package as
 fetched from ros-controls/control_msgs, built out of tree, its type description generator
 run): one hash for both, which these two builds' action hashes above confirm as a method.
+SpeedScalingFactor (one float64 field, the same in 5.8.0 and 6.8.0, no nested types, so one
+hash for both) was computed from upstream 6.8.0's .msg text twice: by hand after REP 2011
+(the JSON of its type description without default values, SHA-256; the same hand method
+gives JointTolerance's hash above) and with rosidl_generator_type_description's
+calculate_type_hash on the description rosidl's own parser makes of that text.
 """
 
 import importlib.metadata
@@ -35,6 +40,8 @@ EXPECTED = {
             'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
         'srv/QueryTrajectoryState':         # upstream 6.8.0, Kilted wheels
             'RIHS01_4a0935dffef18bc5b9e101c9d03d84e681ecd4cebd724b8f11fde008751a325a',
+        'msg/SpeedScalingFactor':           # upstream 6.8.0's text, REP 2011 by hand
+            'RIHS01_0c240f349f2b74e33e8741f83e0f196ddeb6585923663876ed3c1f51f0566037',
     },
     'jazzy': {
         'action/FollowJointTrajectory':
@@ -45,6 +52,8 @@ EXPECTED = {
             'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
         'srv/QueryTrajectoryState':         # upstream 5.8.0, Jazzy wheels
             'RIHS01_4a0935dffef18bc5b9e101c9d03d84e681ecd4cebd724b8f11fde008751a325a',
+        'msg/SpeedScalingFactor':           # the same text in 5.8.0
+            'RIHS01_0c240f349f2b74e33e8741f83e0f196ddeb6585923663876ed3c1f51f0566037',
     },
 }
 

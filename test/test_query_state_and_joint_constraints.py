@@ -186,7 +186,16 @@ def test_query_state_answers_the_trajectory_sent_and_refuses_outside_it_while_a_
         response = query(harness, operator, t)
         assert not response.success
         assert words in response.message and 'controller clock' in response.message
-        assert list(response.position) == []
+        # As JTC's refusals: the measured state before the start (the arm rests at q0;
+        # no acceleration state), the reference held at the last point after it.
+        if words == 'before the start':
+            np.testing.assert_allclose(response.position, q0, atol=1e-3)
+            np.testing.assert_allclose(response.velocity, np.zeros(6), atol=1e-2)
+            assert list(response.acceleration) == []
+        else:
+            np.testing.assert_allclose(response.position, q1, atol=1e-9)
+            np.testing.assert_allclose(response.velocity, np.zeros(6), atol=1e-9)
+            np.testing.assert_allclose(response.acceleration, np.zeros(6), atol=1e-9)
     harness.spin_until(lambda: plant.sim_time > start + 0.4, 'the goal under way')
     now = plant.sim_time
     assert_answers([start + 0.1, now, now + 0.05, start + 0.95])       # past, now, ahead
@@ -207,6 +216,7 @@ def test_query_state_refuses_until_ready_inactive_and_while_holding():
         assert not response.success
         assert 'not all controlled joints seen on /joint_states' in response.message
         assert list(response.name) == JOINTS
+        assert list(response.position) == []        # no state to give yet
         states = operator.create_publisher(JointState, 'joint_states', 10)
         harness.spin_until(lambda: states.get_subscription_count() > 0, 'the subscription')
 
@@ -218,6 +228,10 @@ def test_query_state_refuses_until_ready_inactive_and_while_holding():
         harness.spin_until(held, 'the controller holding')
         response = query(harness, operator, controller._now())
         assert not response.success and 'holding' in response.message
+        # as JTC's refusal while holding: the held reference
+        assert list(response.position) == [0.1] * 6
+        assert list(response.velocity) == [0.0] * 6
+        assert list(response.acceleration) == [0.0] * 6
     finally:
         harness.close()
     harness = RosHarness(PUMA)
@@ -228,6 +242,7 @@ def test_query_state_refuses_until_ready_inactive_and_while_holding():
         harness.spin_until(operator.query.service_is_ready, '~/query_state')
         response = query(harness, operator, 1.0)
         assert not response.success and 'inactive' in response.message
+        assert list(response.position) == []        # JTC inactive: nothing either
         assert any(s.srv_name.endswith('/query_state') for s in managed.services)
         managed.trigger_cleanup()
         assert not any(s.srv_name.endswith('/query_state') for s in managed.services)

@@ -22,7 +22,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
-from robot_dynamics.nodes import follow_joint_trajectory
+from robot_dynamics.nodes import follow_joint_trajectory, speed_scaling
 from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.joint_constraints import JointConstraints
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
@@ -32,7 +32,9 @@ from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_fl
                                              payload_model, seconds)
 from robot_dynamics.nodes.realtime import declare_realtime
 from robot_dynamics.nodes.runner import own_loop_after_the_model, run
-from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand, TrajectoryRejected
+from robot_dynamics.trajectory import (INTERPOLATION_METHODS, JointTrajectorySampler,
+                                       TrajectoryCommand, TrajectoryRejected)
+from robot_dynamics.trajectory_goal import GOAL_TOLERANCE_VIOLATED
 
 NODE_NAME = 'computed_torque_controller'
 CONTROL_MODES = ('timer', 'on_state')
@@ -41,7 +43,9 @@ MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: mess
 CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
 FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
 LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
-                'constraints.stopped_velocity_tolerance')
+                'constraints.stopped_velocity_tolerance', 'cmd_timeout')
+LIVE_FLAGS = ('allow_nonzero_velocity_at_trajectory_end',
+              'allow_integration_in_goal_trajectories', 'allow_partial_joints_goal')
 PAYLOAD_KEYS = ('mass', 'com', 'inertia')
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
 
@@ -171,6 +175,7 @@ class ComputedTorqueController(Node):
         self._saturated_cycles = 0
         self._names = None           # the last /joint_states name list, with its mapping
         self._last_state_t = -math.inf   # cycle time of the last diagnostics [s]
+        self._cmd_timeout_warned = False
         # 1 % short of the period: rounding of epoch stamps never skips a due cycle
         self._state_period = (0.99 / self.state_publish_rate
                               if self.state_publish_rate > 0.0 else 0.0)
@@ -234,7 +239,7 @@ class ComputedTorqueController(Node):
         self.joint_constraints = JointConstraints(self, self.joints)   # constraints.<joint>.*
         allow_partial = as_bool('allow_partial_joints_goal', declare(
             self, 'allow_partial_joints_goal', False, 'accept trajectories naming a subset '
-            'of joints (the others hold their reference)', read_only=True))
+            'of joints (the others hold their reference)'))
         self.publish_state = as_bool('publish_state', declare(
             self, 'publish_state', True, 'publish ~/reference, ~/feedback, ~/error and '
             '~/output (at most state_publish_rate)', read_only=True))
@@ -243,9 +248,29 @@ class ComputedTorqueController(Node):
             '~/reference, ~/feedback, ~/error and ~/output [Hz]; 0 = every cycle',
             read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
         self.realtime = declare_realtime(self)    # applied by the runner's loop
+        interpolation = as_choice('interpolation_method', declare(
+            self, 'interpolation_method', 'splines', 'splines: polynomial segments through the '
+            'points; none: no interpolation, the reference jumps to each next point',
+            read_only=True), INTERPOLATION_METHODS)
+        flags = {'allow_nonzero_velocity_at_trajectory_end': (
+                     False, 'accept trajectories whose last point has a non-zero velocity'),
+                 'allow_integration_in_goal_trajectories': (
+                     False, 'accept points without positions (or velocities): integrated '
+                     'from their velocities (accelerations)')}
+        flags = {name: as_bool(name, declare(self, name, default, description))
+                 for name, (default, description) in flags.items()}
+        self.cmd_timeout = as_float('cmd_timeout', declare(
+            self, 'cmd_timeout', 0.0, 'hold the measured position (or decelerate) when no new '
+            'trajectory came this long after the last point of the current one [s]; 0 = '
+            'never; must exceed constraints.goal_time', minimum=0.0, maximum=1e6),
+            minimum=0.0)
+        scaling, scaling_rate = speed_scaling.declare_parameters(self)   # speed_scaling.*
         self.sampler = JointTrajectorySampler(
             self.joints, position_min=self.model.position_min,
-            position_max=self.model.position_max, allow_partial_joints_goal=allow_partial)
+            position_max=self.model.position_max, allow_partial_joints_goal=allow_partial,
+            interpolation_method=interpolation,
+            max_deceleration_on_cancel=self.joint_constraints.max_deceleration_on_cancel,
+            speed_scaling_factor=scaling, speed_scaling_rate_limit=scaling_rate, **flags)
 
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload
@@ -253,6 +278,7 @@ class ComputedTorqueController(Node):
         model, kp, kd, limits = self._target
         payload = {}
         scalars = {}
+        flags = {}
         try:
             for parameter in parameters:
                 name, value = parameter.name, parameter.value
@@ -266,6 +292,8 @@ class ComputedTorqueController(Node):
                     payload[name[14:]] = value
                 elif name in LIVE_SCALARS:
                     scalars[name] = as_float(name, value, minimum=0.0)
+                elif name in LIVE_FLAGS:
+                    flags[name] = as_bool(name, value)
             if payload:
                 model = payload_model(model, payload)
         except (ConfigurationError, TypeError, ValueError) as error:
@@ -278,7 +306,23 @@ class ComputedTorqueController(Node):
         self.goal_tolerance = scalars.get('constraints.goal_tolerance', self.goal_tolerance)
         self.stopped_velocity_tolerance = scalars.get(
             'constraints.stopped_velocity_tolerance', self.stopped_velocity_tolerance)
+        self.cmd_timeout = scalars.get('cmd_timeout', self.cmd_timeout)
+        for name, value in flags.items():
+            setattr(self.sampler, name, value)
         return SetParametersResult(successful=True)
+
+    def _effective_cmd_timeout(self):
+        """cmd_timeout, or 0 (off) when it does not exceed constraints.goal_time (JTC)."""
+        timeout = self.cmd_timeout
+        if timeout > 0.0 and timeout <= getattr(self._action, 'goal_time', 0.0):
+            if not self._cmd_timeout_warned:
+                self._cmd_timeout_warned = True
+                self.get_logger().warning(
+                    f'cmd_timeout {timeout:g} s is ignored: it must exceed '
+                    f'constraints.goal_time ({self._action.goal_time:g} s)')
+            return 0.0
+        self._cmd_timeout_warned = False
+        return timeout
 
     # ------------------------------------------------------------------ interfaces
 
@@ -311,6 +355,7 @@ class ComputedTorqueController(Node):
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
         self._action = follow_joint_trajectory.attach(self)   # ~/follow_joint_trajectory
+        speed_scaling.attach(self)                          # ~/speed_scaling_input
         self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
 
     def spin_on_state(self, executor, running=None):
@@ -525,9 +570,14 @@ class ComputedTorqueController(Node):
             self._resync(t)
         self._last_t = t
         self._take_new_law()
+        if self.cmd_timeout > 0.0 and self.sampler.command_timed_out(
+                t, self._effective_cmd_timeout()):
+            self._command_timed_out(t)
         reference = self.sampler.sample(t)
         tau = self.law.effort(self._q, self._qd, reference.positions, reference.velocities,
                               reference.accelerations)
+        if reference.effort is not None:    # the points' effort feed-forward
+            tau = tau + reference.effort
         if not np.all(np.isfinite(tau)):
             self.get_logger().error('non-finite effort computed; commanding zero effort',
                                     throttle_duration_sec=THROTTLE)
@@ -559,6 +609,16 @@ class ComputedTorqueController(Node):
                              'measured position')
         self.get_logger().warning('/joint_states back (or time went back): holding the '
                                   'measured position; send a new trajectory to move')
+
+    def _command_timed_out(self, t):
+        """cmd_timeout after the last point (JTC): stop from the measured state."""
+        text = (f'cmd_timeout: no new trajectory {self.cmd_timeout:g} s after the last point; '
+                + ('decelerating to rest from' if self.sampler.max_deceleration_on_cancel
+                   is not None else 'holding') + ' the measured position')
+        self.sampler.stop(t, self._q.copy(), self._qd.copy())
+        self.get_logger().warning(text)
+        self._goal_reached = None
+        self._action.preempt(f'aborted: {text}', GOAL_TOLERANCE_VIOLATED)
 
     def _take_new_law(self):
         ready = self._swap.take()

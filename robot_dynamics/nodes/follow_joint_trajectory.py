@@ -77,7 +77,7 @@ class NoActionInterface:
     def publish_state(self, stamp, reference, q, qd, tau):
         pass
 
-    def preempt(self, text):
+    def preempt(self, text, code=None):
         pass
 
     def destroy(self):
@@ -90,7 +90,7 @@ class _ActiveGoal:
     def __init__(self, handle, monitor, point_times, feedback):
         self.handle = handle
         self.monitor = monitor
-        self.point_times = point_times        # absolute time of each trajectory point [s]
+        self.point_times = point_times        # trajectory time of each point [s]
         self.feedback = feedback              # built once, refilled
         self.last_feedback = -np.inf
         self.canceling = False
@@ -220,7 +220,8 @@ class FollowJointTrajectoryInterface:
             node.sampler.accept(command, now)
         except TrajectoryRejected as error:
             raise _trajectory_field(error) from None
-        start = command.start_time if command.start_time > 0.0 else now
+        # in trajectory time, which speed scaling slows down (goal_time_tolerance too, as JTC)
+        start = node.sampler.trajectory_start(command.start_time, now)
         point_times = start + np.array([p.time_from_start for p in command.points])
         monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
                                         point_times[-1], path, goal, goal_time)
@@ -228,28 +229,41 @@ class FollowJointTrajectoryInterface:
         return _ActiveGoal(handle, monitor, point_times, feedback)
 
     def _on_cancel(self, handle):
-        """Cancel the running goal: hold the measured position; the next control cycle
-        ends the goal as canceled (the server marks it canceling after this returns)."""
+        """Cancel the running goal: hold the measured position, or with
+        constraints.decelerate_on_cancel bring the reference to rest from where it is; the
+        next control cycle ends the goal as canceled (the server marks it canceling after
+        this returns)."""
         with self._lock:
             goal = self._goal
             if goal is None or goal.handle is not handle or goal.canceling:
                 return CancelResponse.REJECT
             goal.canceling = True
-            self._hold('cancel requested')
+            self._hold('cancel requested', from_reference=True)
         return CancelResponse.ACCEPT
 
-    def preempt(self, text):
+    def preempt(self, text, code=INVALID_GOAL):
         """A trajectory on the topic (or anything else) replaced the goal's motion."""
         with self._lock:
             if self._goal is not None:
-                self._end(self._goal.handle, INVALID_GOAL, text)
+                self._end(self._goal.handle, code, text)
                 self._goal = None
 
-    def _hold(self, why):
+    def _hold(self, why, from_reference=False):
+        """Stop: hold the measured position at once, or with decelerate_on_cancel
+        decelerate to rest from the reference (a cancel: no step in q_d, q̇_d) or from the
+        measured state (a violation: the reference is off, as JTC)."""
         node = self.node
-        node.sampler.hold(node._q.copy(), node._last_t)
-        node.get_logger().warning(f'follow_joint_trajectory: {why}; holding the measured '
-                                  'position')
+        sampler = node.sampler
+        if sampler.max_deceleration_on_cancel is None:
+            sampler.hold(node._q.copy(), node._last_t)
+            how = 'holding the measured position'
+        elif from_reference:
+            sampler.stop(node._last_t)
+            how = 'decelerating to rest from the reference'
+        else:
+            sampler.stop(node._last_t, node._q.copy(), node._qd.copy())
+            how = 'decelerating to rest from the measured state'
+        node.get_logger().warning(f'follow_joint_trajectory: {why}; {how}')
 
     # ------------------------------------------------------------------ each control cycle
 
@@ -267,11 +281,17 @@ class FollowJointTrajectoryInterface:
                               canceled=True)
                     self._goal = None
                 return
-            outcome = goal.monitor.check(t, q, qd, reference)
+            state_time = None
+            if goal.monitor.acceleration is not None:     # q̈ estimated from the states
+                node = self.node                          # (in controller time)
+                state_time = t if node.control_mode == 'on_state' else node._received.max()
+            outcome = goal.monitor.check(self.node.sampler.trajectory_time(t), q, qd,
+                                         reference, state_time)
             if outcome is not None:
                 if outcome.code != SUCCESSFUL:
                     self._hold(outcome.text)
                 else:
+                    self.node.sampler.settle()      # no cmd_timeout after success
                     self.node.get_logger().info(f'follow_joint_trajectory: {outcome.text}')
                 self._end(goal.handle, outcome.code, outcome.text)
                 self._goal = None
@@ -288,7 +308,7 @@ class FollowJointTrajectoryInterface:
         _point(feedback.actual, q, qd)
         _point(feedback.error, reference.positions - q, reference.velocities - qd)
         if hasattr(feedback, 'index'):      # control_msgs 6 (Kilted); not in Jazzy's 5.8
-            ahead = np.flatnonzero(goal.point_times >= t)
+            ahead = np.flatnonzero(goal.point_times >= self.node.sampler.trajectory_time(t))
             feedback.index = int(ahead[0]) if ahead.size else len(goal.point_times) - 1
         goal.handle.publish_feedback(feedback)
 
@@ -301,6 +321,7 @@ class FollowJointTrajectoryInterface:
         _point(msg.feedback, q, qd)
         _point(msg.error, reference.positions - q, reference.velocities - qd)
         _point(msg.output, effort=tau)
+        msg.speed_scaling_factor = float(getattr(reference, 'speed_scaling_factor', 1.0))
         self._state_pub.publish(msg)
 
     # ------------------------------------------------------------------ results

@@ -9,6 +9,12 @@ controlled joint (doc/action.md, "Parameters").
   uses too), so that a JTC parameter file works unchanged and the scalar stays the
   one-value default.
 
+- `constraints.decelerate_on_cancel` (read-only, default false) with
+  `constraints.<joint>.max_deceleration_on_cancel` [rad/s² | m/s²] (read-only, default 0):
+  a cancel, a tolerance violation, cmd_timeout or an empty trajectory on the topic stops
+  every joint at its own constant deceleration instead of holding at once; as in JTC, a
+  joint with 0 turns the feature off (one error line names it).
+
 A goal's own `path_tolerance` / `goal_tolerance` entries override these per joint (> 0 sets,
 0 keeps, -1 erases: trajectory_goal.resolve_tolerance). Live-tunable: a goal takes the values
 in force when it is accepted. Negative values are refused (at start-up: one error line naming
@@ -18,7 +24,7 @@ the parameter; `ros2 param set`: the reason names it).
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 
-from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.nodes.ros_params import as_bool, as_float, ConfigurationError, declare
 from robot_dynamics.trajectory_goal import StateTolerances
 
 KINDS = {
@@ -50,7 +56,33 @@ class JointConstraints:
                     node, name, 0.0, description.format(joint=joint), minimum=0.0,
                     maximum=MAXIMUM), minimum=0.0)
         self.trajectory, self.goal = values['trajectory'], values['goal']
+        self.max_deceleration_on_cancel = self._declare_deceleration(node)
         node.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _declare_deceleration(self, node):
+        """max_deceleration_on_cancel (n,) when constraints.decelerate_on_cancel is on and
+        every joint has one > 0, else None (hold at once)."""
+        enabled = as_bool('constraints.decelerate_on_cancel', declare(
+            node, 'constraints.decelerate_on_cancel', False, 'on a cancel, a tolerance '
+            'violation, cmd_timeout or an empty trajectory: bring every joint to rest at its '
+            'constraints.<joint>.max_deceleration_on_cancel instead of holding at once',
+            read_only=True))
+        decel = np.zeros(len(self.joints))
+        for i, joint in enumerate(self.joints):
+            name = parameter_name(joint, 'max_deceleration_on_cancel')
+            decel[i] = as_float(name, declare(
+                node, name, 0.0, f'deceleration of joint {joint} when it stops with '
+                'constraints.decelerate_on_cancel [rad/s^2 | m/s^2]; > 0 for that',
+                read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
+        if not enabled:
+            return None
+        for i, joint in enumerate(self.joints):
+            if not decel[i] > 0.0:
+                node.get_logger().error(
+                    f'{parameter_name(joint, "max_deceleration_on_cancel")}: {decel[i]:g} is '
+                    'not > 0; constraints.decelerate_on_cancel is off (holding at once)')
+                return None
+        return decel
 
     def goal_position(self, goal_tolerance):
         """The goal position tolerance: `constraints.<joint>.goal` where > 0, else the scalar

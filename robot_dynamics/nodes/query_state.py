@@ -5,7 +5,12 @@ joint; doc/action.md.
 
 JTC's rules: an answer only while the controller is active and follows a trajectory, for a
 time from that trajectory's start up to (not including) its last point; otherwise
-`success` false, and here `message` says why (JTC logs it) and the arrays are empty.
+`success` false, and here `message` says why (JTC logs it). A refusal carries the state JTC
+puts in it: at or after the last point, or while holding, the reference held then (the
+final positions, zero velocity and acceleration); before the trajectory's start the
+measured state (positions and velocities; acceleration empty: there is no acceleration
+state, as in JTC without one). Inactive, before all joints are seen or with stale joint
+states there is no state to give: the arrays stay empty (JTC: inactive, the same).
 The trajectory is sampled without changing anything and without a lock
 (JointTrajectorySampler.query), so a query never delays a control cycle.
 """
@@ -57,6 +62,11 @@ def answer(node, request, response):
             reference = node.sampler.query(t)
     except OutsideTrajectory as error:
         why = f'{error}; times are absolute, on the controller clock (now {node._now():.6f} s)'
+        if error.reference is not None:     # the reference held then
+            _fill(response, error.reference.positions, error.reference.velocities,
+                  error.reference.accelerations)
+        else:                               # before the start: the measured state
+            _fill(response, node._q, node._qd, ())
     except Exception as error:  # noqa: B902 - a query must not stop the node
         why = f'unexpected {type(error).__name__}: {error}'
     if why is not None:
@@ -65,7 +75,11 @@ def answer(node, request, response):
         return response
     response.success = True
     response.message = ''
-    response.position = reference.positions.tolist()
-    response.velocity = reference.velocities.tolist()
-    response.acceleration = reference.accelerations.tolist()
+    _fill(response, reference.positions, reference.velocities, reference.accelerations)
     return response
+
+
+def _fill(response, positions, velocities, accelerations):
+    response.position = [float(v) for v in positions]
+    response.velocity = [float(v) for v in velocities]
+    response.acceleration = [float(v) for v in accelerations]

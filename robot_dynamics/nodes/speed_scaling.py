@@ -1,0 +1,80 @@
+"""The controller's speed scaling interface, with joint_trajectory_controller's (JTC's) names
+(Jazzy and Kilted have the same ones): the `speed_scaling.*` parameters and the
+`~/speed_scaling_input` subscription (control_msgs/msg/SpeedScalingFactor). The time
+mapping itself is robot_dynamics/speed_scaling.py; doc/trajectories.md, "Speed scaling".
+"""
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
+
+try:
+    from control_msgs.msg import SpeedScalingFactor
+    UNAVAILABLE = None
+except ImportError as error:        # no control_msgs, or one built before the message
+    SpeedScalingFactor = None
+    UNAVAILABLE = str(error)
+
+TOPIC = 'speed_scaling_input'
+# JTC's QoS: system defaults (reliable) made transient local, so a factor published before
+# the controller (re)starts still reaches it; a publisher must offer transient local too.
+QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def declare_parameters(node):
+    """(initial factor, rate limit [1/s]) from the node's parameters; ConfigurationError
+    for a bad one, and for JTC's hardware interface names, which this controller has no
+    use for."""
+    initial = declare(
+        node, 'speed_scaling.initial_scaling_factor', 1.0, 'speed scaling factor at start-up '
+        '(the trajectory time advances at this fraction of the clock); [0, 1], 1 = normal '
+        'speed, 0 = pause. Changed on ~/speed_scaling_input', read_only=True, minimum=0.0,
+        maximum=1.0)
+    try:
+        initial = check_factor(as_float('speed_scaling.initial_scaling_factor', initial))
+    except ValueError as error:
+        raise ConfigurationError(f'speed_scaling.initial_scaling_factor: {error}') from None
+    rate = as_float('speed_scaling.rate_limit', declare(
+        node, 'speed_scaling.rate_limit', DEFAULT_RATE_LIMIT, 'the factor moves to a new '
+        'value at this rate [1/s] (a ramp: the reference acceleration stays bounded)',
+        read_only=True, minimum=1e-3, maximum=1e3), positive=True)
+    for name in ('state_interface', 'command_interface'):
+        value = declare(node, f'speed_scaling.{name}', '', 'JTC: a ros2_control hardware '
+                        'interface for the factor; not applicable here (leave empty)',
+                        read_only=True)
+        if value != '':
+            raise ConfigurationError(
+                f'speed_scaling.{name}: {value!r}: this controller has no ros2_control '
+                'hardware interfaces; leave it empty and publish the factor on '
+                f'~/{TOPIC} (control_msgs/msg/SpeedScalingFactor)')
+    return initial, rate
+
+
+def attach(node):
+    """`~/speed_scaling_input` of the controller `node` (once its sampler exists), or None,
+    with one info line, when control_msgs lacks the message."""
+    if UNAVAILABLE is not None:
+        node.get_logger().info(f'control_msgs.msg.SpeedScalingFactor cannot be imported '
+                               f'({UNAVAILABLE}): ~/{TOPIC} is off; the factor stays '
+                               f'{node.sampler.scaled_time.requested:g}')
+        return None
+    return node.create_subscription(SpeedScalingFactor, f'~/{TOPIC}',
+                                    lambda msg: on_factor(node, msg.factor), QOS)
+
+
+def on_factor(node, value):
+    """Apply a factor received on ~/speed_scaling_input, or refuse it with one log line
+    naming the value (NaN, inf, < 0 or > 1); never raises."""
+    sampler = node.sampler
+    old = sampler.scaled_time.requested
+    try:
+        sampler.set_speed_scaling_factor(value, node._last_t if node._ready else None)
+    except ValueError as error:
+        node.get_logger().warning(f'{TOPIC}: factor refused: {error}; the factor stays '
+                                  f'{old:g}')
+        return False
+    if sampler.scaled_time.requested != old:
+        node.get_logger().info(f'{TOPIC}: speed scaling factor {old:g} -> {value:g}')
+    return True
