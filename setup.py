@@ -17,7 +17,8 @@ setup(
          glob('config/*.yaml') + glob('config/*.rviz')),
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
-    extras_require={'test': ['pytest', 'hypothesis'], 'plot': ['matplotlib']},
+    extras_require={'test': ['pytest', 'hypothesis'], 'plot': ['matplotlib'],
+                    'identification': ['scipy', 'cvxpy'], 'bags': ['rosbags']},
     zip_safe=True,
     maintainer='Seed c3c1a8f9 maintainers',
     maintainer_email='maintainers@users.noreply.a-seed-c3c1a8f9.example',
@@ -33,6 +34,7 @@ setup(
             'demo_move = robot_dynamics.nodes.sim:demo_main',
             'send_trajectory = robot_dynamics.nodes.send_trajectory:main',
             'excite = robot_dynamics.nodes.excite:main',
+            'identify = robot_dynamics.nodes.identify:main',
         ],
     },
 )

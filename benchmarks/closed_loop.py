@@ -367,7 +367,7 @@ def callback_costs(params_file):
 
 
 def relay_main(priority):
-    from robot_dynamics.nodes.runner import run
+    from robot_dynamics.nodes.common.runner import run
     with fifo_priority(priority):
         return run(Relay, 'bare_relay', ['relay'] + sys.argv[3:])
 

@@ -4,16 +4,22 @@ configure has succeeded.
 
     ros2 launch robot_dynamics controller_managed.launch.py params_file:=/path/to/my_arm.yaml
 
-With `autostart:=false` the node waits unconfigured and an operator (or a lifecycle
-manager) brings it up:
+Parameter files layer: `params_file` (the arm: joints, robot block) first, then each file
+of `settings_params_file` (e.g. gains, realtime.*; several separated by ';'), later ones
+winning; `realtime_priority`, `realtime_cpu_affinity` and `realtime_lock_memory` set the
+real-time options (doc/realtime.md) over all of them when given.
+
+With `autostart:=false` the launch file requests no transition: the node waits
+unconfigured and an operator (or a lifecycle manager) brings it up:
 
     ros2 lifecycle set /computed_torque_controller configure
     ros2 lifecycle set /computed_torque_controller activate
 
-`activate:=false` stops after configure (inactive: listening, commanding nothing). A
-failed configure (a bad parameter; the log line names it) leaves the node unconfigured and
-nothing is activated. Deactivating later does not re-activate it: the handler reacts to
-configuring -> inactive only. States and the effort left on deactivate:
+`activate:=false` (with autostart) stops after configure (inactive: listening,
+commanding nothing). A failed configure (a bad parameter; the log line names it) leaves
+the node unconfigured and nothing is activated. Deactivating later does not re-activate
+it: the handler reacts to configuring -> inactive only, and exists only when the launch
+file itself configures. States and the effort left on deactivate:
 doc/lifecycle-and-diagnostics.md.
 """
 
@@ -21,42 +27,68 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.events import matches_action
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
-from launch_ros.parameter_descriptions import ParameterValue
 from lifecycle_msgs.msg import Transition
 
+from robot_dynamics.nodes.common import bringup
 
-def generate_launch_description():
-    config = os.path.join(get_package_share_directory('robot_dynamics'), 'config')
+
+def controller_actions(context):
+    """The node with its layered parameter files, and the transitions
+    `bringup.lifecycle_plan` asks for (none with autostart:=false)."""
+    def argument(name):
+        return name.perform(context)
+    plan = bringup.lifecycle_plan(argument(LaunchConfiguration('autostart')),
+                                  argument(LaunchConfiguration('activate')))
+    parameters = [argument(LaunchConfiguration('params_file'))]
+    parameters += bringup.params_file_list(
+        argument(LaunchConfiguration('settings_params_file')))
+    parameters.append({'use_sim_time': bringup.launch_flag(
+        argument(LaunchConfiguration('use_sim_time')))})
+    realtime = bringup.realtime_parameters(
+        argument(LaunchConfiguration('realtime_priority')),
+        argument(LaunchConfiguration('realtime_cpu_affinity')),
+        argument(LaunchConfiguration('realtime_lock_memory')))
+    if realtime:
+        parameters.append(realtime)
     controller = LifecycleNode(
         package='robot_dynamics', executable='controller_managed',
-        name='computed_torque_controller', namespace=LaunchConfiguration('namespace'),
-        output='screen',
-        remappings=[('robot_description', LaunchConfiguration('robot_description_topic'))],
-        parameters=[LaunchConfiguration('params_file'), {'use_sim_time': ParameterValue(
-            LaunchConfiguration('use_sim_time'), value_type=bool)}])
-    configure = EmitEvent(
-        event=ChangeState(lifecycle_node_matcher=matches_action(controller),
-                          transition_id=Transition.TRANSITION_CONFIGURE),
-        condition=IfCondition(LaunchConfiguration('autostart')))
-    activate_when_configured = RegisterEventHandler(
-        OnStateTransition(
+        name='computed_torque_controller',
+        namespace=argument(LaunchConfiguration('namespace')), output='screen',
+        remappings=[('robot_description',
+                     argument(LaunchConfiguration('robot_description_topic')))],
+        parameters=parameters)
+    actions = []
+    if 'activate' in plan:
+        actions.append(RegisterEventHandler(OnStateTransition(
             target_lifecycle_node=controller, start_state='configuring',
             goal_state='inactive',
             entities=[EmitEvent(event=ChangeState(
                 lifecycle_node_matcher=matches_action(controller),
-                transition_id=Transition.TRANSITION_ACTIVATE))]),
-        condition=IfCondition(LaunchConfiguration('activate')))
+                transition_id=Transition.TRANSITION_ACTIVATE))])))
+    actions.append(controller)
+    if 'configure' in plan:
+        actions.append(EmitEvent(event=ChangeState(
+            lifecycle_node_matcher=matches_action(controller),
+            transition_id=Transition.TRANSITION_CONFIGURE)))
+    return actions
+
+
+def generate_launch_description():
+    config = os.path.join(get_package_share_directory('robot_dynamics'), 'config')
     return LaunchDescription([
         DeclareLaunchArgument(
             'params_file', default_value=os.path.join(config, 'puma560.yaml'),
             description='parameter file: joints, the robot block, gains, command_topic'),
+        DeclareLaunchArgument(
+            'settings_params_file', default_value='',
+            description="more parameter files, loaded after params_file (later ones win), "
+            "separated by ';': e.g. gains, realtime.*; empty: none"),
         DeclareLaunchArgument('use_sim_time', default_value='false',
                               description='use /clock (simulators)'),
         DeclareLaunchArgument('namespace', default_value='',
@@ -66,11 +98,21 @@ def generate_launch_description():
             description='with robot.source urdf: where the URDF comes from (if the parameter '
             'file gives none)'),
         DeclareLaunchArgument('autostart', default_value='true',
-                              description='configure the controller at start-up'),
+                              description='configure the controller at start-up (false: '
+                              'no transition at all; `ros2 lifecycle set ... configure`, '
+                              'then `activate`)'),
         DeclareLaunchArgument('activate', default_value='true',
-                              description='activate it once configured (false: stay '
-                              'inactive until `ros2 lifecycle set ... activate`)'),
-        activate_when_configured,
-        controller,
-        configure,
+                              description='with autostart: activate it once configured '
+                              '(false: stay inactive until `ros2 lifecycle set ... '
+                              'activate`)'),
+        DeclareLaunchArgument('realtime_priority', default_value='',
+                              description='realtime.priority (SCHED_FIFO 1..99, 0 = off); '
+                              'empty: as in the parameter files'),
+        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
+                              description='realtime.cpu_affinity, e.g. 1 or 0,1; empty: as '
+                              'in the parameter files'),
+        DeclareLaunchArgument('realtime_lock_memory', default_value='',
+                              description='realtime.lock_memory (true | false); empty: as in '
+                              'the parameter files'),
+        OpaqueFunction(function=controller_actions),
     ])

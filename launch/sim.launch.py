@@ -4,6 +4,9 @@ robot_state_publisher (and RViz on request) when those packages are installed.
     ros2 launch robot_dynamics sim.launch.py [robot_params_file:=...] [sim_params_file:=...]
                                              [use_sim_time:=true] [namespace:=arm1]
                                              [rviz:=true] [rviz_config:=...]
+                                             [realtime_priority:=80]
+                                             [realtime_cpu_affinity:=1]
+                                             [realtime_lock_memory:=true]
 
 The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0) deg -> (45, 30, 0, 45, 60, 90) deg on the
 PUMA 560, a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent
@@ -12,7 +15,9 @@ publishes /clock and runs in lock-step with the controller; with false both run 
 wall clock. robot_state_publisher gets the URDF of the robot file (generated from the DH
 model, joints named by its `joints`; or the file's own URDF with robot.source urdf) and
 turns /joint_states into TF; RViz shows it with config/sim.rviz. A missing package is
-skipped with an info line.
+skipped with an info line. sim_params_file may name several files (';'), layered after
+the robot file; the realtime_* arguments set the plant's and the controller's real-time
+options (doc/realtime.md) over the files when given.
 """
 
 import os
@@ -24,7 +29,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from robot_dynamics.nodes import bringup
+from robot_dynamics.nodes.common import bringup
 
 
 def visual_nodes(context, installed=bringup.package_installed):
@@ -59,20 +64,51 @@ def robot_state_publisher(context, namespace, sim_time):
                     sim_time])
 
 
+def loop_nodes(context):
+    """The plant, the controller and the demo move, with the robot file, then each file
+    of sim_params_file (';'-separated, later ones win), then the real-time launch
+    arguments given (plant and controller)."""
+    namespace = LaunchConfiguration('namespace').perform(context)
+    use_sim_time = bringup.launch_flag(LaunchConfiguration('use_sim_time').perform(context))
+    files = [LaunchConfiguration('robot_params_file').perform(context)] + \
+        bringup.params_file_list(LaunchConfiguration('sim_params_file').perform(context))
+    realtime = bringup.realtime_parameters(
+        LaunchConfiguration('realtime_priority').perform(context),
+        LaunchConfiguration('realtime_cpu_affinity').perform(context),
+        LaunchConfiguration('realtime_lock_memory').perform(context))
+    realtime = [realtime] if realtime else []
+    sim_time = {'use_sim_time': use_sim_time}
+    return [
+        Node(package='robot_dynamics', executable='plant', name='plant_simulator',
+             namespace=namespace, output='screen',
+             parameters=files + [{'publish_clock': use_sim_time}] + realtime),
+        Node(package='robot_dynamics', executable='controller',
+             name='computed_torque_controller', namespace=namespace, output='screen',
+             parameters=files + [sim_time] + realtime),
+        Node(package='robot_dynamics', executable='demo_move', name='demo_move',
+             namespace=namespace, output='screen', parameters=files + [sim_time]),
+    ]
+
+
 def generate_launch_description():
     config = os.path.join(get_package_share_directory('robot_dynamics'), 'config')
-    robot_params = LaunchConfiguration('robot_params_file')
-    sim_params = LaunchConfiguration('sim_params_file')
-    namespace = LaunchConfiguration('namespace')
-    use_sim_time = ParameterValue(LaunchConfiguration('use_sim_time'), value_type=bool)
-    sim_time = {'use_sim_time': use_sim_time}
     return LaunchDescription([
         DeclareLaunchArgument(
             'robot_params_file', default_value=os.path.join(config, 'puma560.yaml'),
             description='robot parameter file: joints and the robot block'),
         DeclareLaunchArgument(
             'sim_params_file', default_value=os.path.join(config, 'sim.yaml'),
-            description='node settings of the simulation (loaded after the robot file)'),
+            description="node settings of the simulation (loaded after the robot file); "
+            "several separated by ';', later ones win"),
+        DeclareLaunchArgument('realtime_priority', default_value='',
+                              description='realtime.priority of plant and controller '
+                              '(SCHED_FIFO 1..99, 0 = off); empty: as in the files'),
+        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
+                              description='realtime.cpu_affinity of plant and controller, '
+                              'e.g. 1 or 0,1; empty: as in the files'),
+        DeclareLaunchArgument('realtime_lock_memory', default_value='',
+                              description='realtime.lock_memory of plant and controller '
+                              '(true | false); empty: as in the files'),
         DeclareLaunchArgument(
             'use_sim_time', default_value='true',
             description='true: the plant publishes /clock and runs in lock-step'),
@@ -84,14 +120,6 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'rviz_config', default_value=os.path.join(config, 'sim.rviz'),
             description='RViz configuration (RobotModel + TF, fixed frame base_link)'),
-        Node(package='robot_dynamics', executable='plant', name='plant_simulator',
-             namespace=namespace, output='screen',
-             parameters=[robot_params, sim_params, {'publish_clock': use_sim_time}]),
-        Node(package='robot_dynamics', executable='controller',
-             name='computed_torque_controller', namespace=namespace, output='screen',
-             parameters=[robot_params, sim_params, sim_time]),
-        Node(package='robot_dynamics', executable='demo_move', name='demo_move',
-             namespace=namespace, output='screen',
-             parameters=[robot_params, sim_params, sim_time]),
+        OpaqueFunction(function=loop_nodes),
         OpaqueFunction(function=visual_nodes),
     ])

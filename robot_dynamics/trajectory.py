@@ -421,6 +421,25 @@ class JointTrajectorySampler:
 
     # -- state --
 
+    def outside_limits(self, positions):
+        """[(joint index, how far beyond (> 0 above position_max, < 0 below position_min))]
+        of the joints of `positions` (n,) outside their limits."""
+        q = np.asarray(positions, dtype=float).reshape(-1)
+        over, under = q - self.position_max, q - self.position_min
+        return [(int(j), float(over[j]) if over[j] > 0.0 else float(under[j]))
+                for j in np.flatnonzero((over > 0.0) | (under < 0.0))]
+
+    def describe_outside(self, positions):
+        """The joints of `positions` outside their limits in words ('' if none): 'joint_3
+        at 1.5708, 0.7854 above position_max 0.7854'."""
+        q = np.asarray(positions, dtype=float).reshape(-1)
+        return ', '.join(self._beyond(j, q[j], d) for j, d in self.outside_limits(q))
+
+    def _beyond(self, j, value, distance):
+        return (f'{self.joints[j]} at {value:.6g}, {abs(distance):.4g} '
+                + (f'above position_max {self.position_max[j]:.6g}' if distance > 0.0
+                   else f'below position_min {self.position_min[j]:.6g}'))
+
     def hold(self, positions, now):
         """Hold `positions` (zero velocity and acceleration); cancels any trajectory."""
         array = np.asarray(positions, dtype=float).reshape(-1)
@@ -632,7 +651,10 @@ class JointTrajectorySampler:
         if start_time < 0.0:
             raise TrajectoryRejected(f'start_time: {start_time} s is negative')
         columns = self._columns(command.joint_names)
-        times, fields = self._points(command, columns)
+        reference = np.asarray(self._plan.sample(
+            max(self.trajectory_start(start_time, now), s_now))[0], dtype=float)
+        self._check_start(columns, reference)
+        times, fields = self._points(command, columns, reference)
         start = start_time if start_time > 0.0 else now
         if start + times[-1] < now:
             raise EndsInThePast(
@@ -664,9 +686,10 @@ class JointTrajectorySampler:
                                      'allow_partial_joints_goal is false')
         return columns
 
-    def _points(self, command, columns):
+    def _points(self, command, columns, reference=None):
         """(times (m,), {field: (m, c) array or None}) for positions, velocities,
-        accelerations and effort."""
+        accelerations and effort; `reference`: the positions the trajectory starts from
+        (named in a rejection)."""
         width = len(columns)
         times = np.empty(len(command.points))
         integrate = self.allow_integration_in_goal_trajectories
@@ -690,7 +713,7 @@ class JointTrajectorySampler:
         else:
             if arrays['accelerations'] is not None and arrays['velocities'] is None:
                 raise TrajectoryRejected('points[0].accelerations: given without velocities')
-            self._check_limits(arrays['positions'], columns)
+            self._check_limits(arrays['positions'], columns, reference)
         self._check_final_velocity(arrays['velocities'], command, columns)
         return times, arrays
 
@@ -729,15 +752,34 @@ class JointTrajectorySampler:
                                      f'{command.joint_names[i]!r}): {why}')
         return array
 
-    def _check_limits(self, positions, columns):
+    def _check_start(self, columns, reference):
+        """A joint whose reference at the start is outside its limits must be named (the
+        points, all inside the limits, then bring it back); one left out would stay there."""
+        named = set(columns)
+        for j, distance in self.outside_limits(reference):
+            if j not in named:
+                raise TrajectoryRejected(
+                    f'joint_names: joint {self.joints[j]!r} is outside its limits '
+                    f'({self._beyond(j, reference[j], distance)}) and the trajectory leaves '
+                    f'it out; name it with points inside [{self.position_min[j]}, '
+                    f'{self.position_max[j]}] to bring it back')
+
+    def _check_limits(self, positions, columns, reference=None):
         low, high = self.position_min[columns], self.position_max[columns]
         outside = (positions < low) | (positions > high)
         if outside.any():
             k, i = (int(x) for x in np.argwhere(outside)[0])
             j = columns[i]
+            where = ''
+            if reference is not None:
+                distance = dict(self.outside_limits(reference)).get(j)
+                if distance is not None:
+                    where = (f'; the joint starts outside its limits '
+                             f'({self._beyond(j, reference[j], distance)}): every point '
+                             'must be inside them, the trajectory then brings it back')
             raise TrajectoryRejected(
                 f'points[{k}].positions[{i}] (joint {self.joints[j]!r}): {positions[k, i]} '
-                f'outside [{self.position_min[j]}, {self.position_max[j]}]')
+                f'outside [{self.position_min[j]}, {self.position_max[j]}]' + where)
 
     def _check_final_velocity(self, velocities, command, columns):
         if velocities is None or self.allow_nonzero_velocity_at_trajectory_end:

@@ -26,6 +26,8 @@ Decisions (doc/urdf.md):
 * mimic joints on the chain and floating/planar joints are refused (not a serial chain of
   one-DOF joints).
 * A movable joint's child link without <inertial> is massless (ModelWarning).
+* ``robot.inertials`` {mass, com, inertia} (optional) replaces every body's inertial data
+  (`inertial_override`): an identified arm is loaded without editing the URDF.
 * <limit>: lower/upper -> position_min/max (revolute, prismatic; continuous: none),
   velocity -> velocity_max, effort -> effort_max; a value <= 0 or lower == upper means
   "no limit" (warning). <dynamics damping friction> -> viscous/coulomb friction only with
@@ -39,7 +41,7 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,7 +50,7 @@ from robot_dynamics.model import (
     URDF_KEYS, combine_bodies, inertia_from_urdf6, transform)
 
 __all__ = ['parse_urdf', 'model_from_urdf', 'model_from_params', 'model_to_urdf',
-           'urdf_from_parameter_file', 'read_urdf_file', 'UrdfRobot']
+           'urdf_from_parameter_file', 'read_urdf_file', 'UrdfRobot', 'inertial_override']
 
 MOVABLE = ('revolute', 'continuous', 'prismatic')
 UNSUPPORTED = ('floating', 'planar')
@@ -438,7 +440,7 @@ def joint_limits(joints):
 
 def model_from_urdf(urdf, base_link=None, tip_link=None, gravity=DEFAULT_GRAVITY,
                     use_urdf_friction=False, lock_side_joints=False, payload=None,
-                    accept_nonphysical_inertia=False, **overrides):
+                    accept_nonphysical_inertia=False, inertials=None, **overrides):
     """A `RobotModel` of the chain base_link -> tip_link of a URDF XML string.
 
     Defaults: base_link = the root link, tip_link = the only leaf below it. `gravity` is
@@ -446,13 +448,69 @@ def model_from_urdf(urdf, base_link=None, tip_link=None, gravity=DEFAULT_GRAVITY
     position_min, position_max, velocity_max, effort_max: one value per movable joint)
     replace what the URDF says. `payload` as in `RobotModel.with_payload`, in the tip frame.
     `accept_nonphysical_inertia`: non-physical inertias are known (no ModelWarning).
+    `inertials`: {mass, com, inertia} replacing the bodies' inertial data (see
+    `inertial_override`).
     """
     return _urdf_model(urdf, {'urdf': urdf}, base_link, tip_link, gravity, use_urdf_friction,
-                       lock_side_joints, payload, overrides, accept_nonphysical_inertia)
+                       lock_side_joints, payload, overrides, accept_nonphysical_inertia,
+                       inertials)
+
+
+def inertial_override(chain, inertials):
+    """`chain` with its bodies' inertial data replaced by ``robot.inertials``.
+
+    ``inertials`` = {mass: n values [kg], com: 3n [m], inertia: 6n [kg m²] (ixx ixy ixz iyy
+    iyz izz about the centre of mass)}, per movable joint i in link frame i: the child link
+    frame of joint i, and for the last joint the tip link frame — the frames of
+    `RobotModel.com` and `RobotModel.inertia`. Each value describes the whole body that
+    joint i moves (its child link with every fixed link and locked side branch merged into
+    it), so what the URDF says about those links is replaced, not added to. All three
+    lists are required; a payload is still added on top. This is how an identified arm
+    (`robot_dynamics.arm_identification`) is loaded on a URDF robot without editing its
+    URDF. Raises ValueError naming the field."""
+    if not isinstance(inertials, dict):
+        raise ValueError(f'robot.inertials: expected a mapping with mass, com and inertia, '
+                         f'got {inertials!r}')
+    unknown = sorted(set(inertials) - {'mass', 'com', 'inertia'})
+    if unknown:
+        raise ValueError(f'robot.inertials.{unknown[0]}: unknown key (known: com, inertia, '
+                         'mass)')
+    n = len(chain.prismatic)
+    values = {}
+    for key, width in (('mass', 1), ('com', 3), ('inertia', 6)):
+        if key not in inertials:
+            raise ValueError(f'robot.inertials.{key}: missing (mass, com and inertia are '
+                             'given together)')
+        raw = inertials[key]
+        if isinstance(raw, (str, bytes)) or not hasattr(raw, '__len__'):
+            raise ValueError(f'robot.inertials.{key}: expected a list of {width * n} '
+                             f'numbers, got {raw!r}')
+        raw = list(raw)
+        if len(raw) != width * n:
+            raise ValueError(f'robot.inertials.{key}: expected {width * n} values ({width} '
+                             f'per movable joint), got {len(raw)}')
+        out = np.empty(len(raw))
+        for k, v in enumerate(raw):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(float(v)):
+                raise ValueError(f'robot.inertials.{key}[{k}]: expected a finite number, got '
+                                 f'{v!r}')
+            out[k] = float(v)
+        values[key] = out
+    mass = values['mass']
+    bad = np.flatnonzero(mass < 0.0)
+    if bad.size:
+        raise ValueError(f'robot.inertials.mass[{bad[0]}]: negative mass {mass[bad[0]]} kg')
+    com_link = values['com'].reshape(n, 3)
+    inertia_link = np.array([inertia_from_urdf6(row) for row in values['inertia'].reshape(n, 6)])
+    com = chain.p_link + np.einsum('nij,nj->ni', chain.R_link, com_link)
+    inertia = np.einsum('nij,njk,nlk->nil', chain.R_link, inertia_link, chain.R_link)
+    return replace(chain, mass=mass, com=com, inertia=inertia)
 
 
 def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
-                lock_side_joints, payload, overrides, accept_nonphysical_inertia=False):
+                lock_side_joints, payload, overrides, accept_nonphysical_inertia=False,
+                inertials=None):
     unknown = sorted(set(overrides) - set(PER_JOINT_OPTIONAL))
     if unknown:
         raise ValueError(f'robot.{unknown[0]}: unknown key')
@@ -464,6 +522,8 @@ def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
     base = base_link or _default_base(robot)
     tip = tip_link or _default_tip(robot, base, _children(robot))
     chain, joints = build_chain(robot, base, tip, bool(lock_side_joints))
+    if inertials is not None:
+        chain = inertial_override(chain, inertials)
     options = joint_limits(joints)
     if use_urdf_friction:
         options['viscous_friction'] = [j.damping for j in joints]
@@ -474,6 +534,8 @@ def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
               'gravity': gravity, 'use_urdf_friction': bool(use_urdf_friction),
               'lock_side_joints': bool(lock_side_joints),
               **{key: list(value) for key, value in overrides.items()}}
+    if inertials is not None:
+        params['inertials'] = {key: list(inertials[key]) for key in ('mass', 'com', 'inertia')}
     return RobotModel.from_chain(chain, joint_names=[j.name for j in joints], gravity=gravity,
                                  payload=payload, params=params,
                                  accept_nonphysical_inertia=accept_nonphysical_inertia,
@@ -485,12 +547,13 @@ def model_from_params(block):
 
     Keys: urdf (XML string, e.g. the robot_description) or urdf_file (path, file:// or
     package:// URI), base_link, tip_link, gravity, use_urdf_friction, lock_side_joints,
-    payload and the optional per-joint lists. DH keys are ignored (the file may hold both
+    payload, inertials (`inertial_override`: the bodies' mass, com and inertia replacing
+    the URDF's) and the optional per-joint lists. DH keys are ignored (the file may hold both
     descriptions; `source` selects one).
     """
     dh_keys = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
                'inertia'}
-    known = {'source', 'name', 'description', 'gravity', 'payload',
+    known = {'source', 'name', 'description', 'gravity', 'payload', 'inertials',
              'accept_nonphysical_inertia', *URDF_KEYS, *PER_JOINT_OPTIONAL}
     unknown = sorted(set(block) - known - dh_keys)
     if unknown:
@@ -514,7 +577,7 @@ def model_from_params(block):
         block.get('tip_link') or None, block.get('gravity', DEFAULT_GRAVITY),
         block.get('use_urdf_friction', False), block.get('lock_side_joints', False),
         block.get('payload'), {key: block[key] for key in PER_JOINT_OPTIONAL if key in block},
-        block.get('accept_nonphysical_inertia', False))
+        block.get('accept_nonphysical_inertia', False), block.get('inertials'))
 
 
 register_model_source('urdf', model_from_params)     # RobotModel.from_params: source urdf

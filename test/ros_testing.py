@@ -17,11 +17,48 @@ pytest.importorskip('rclpy.executors')
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
 SIM = os.path.join(REPO, 'config', 'sim.yaml')
+# -p overrides widening config/puma560.yaml's position limits to +-2 pi, as config/sim.yaml
+# does for the plant and the controller: [LEE]'s start pose (q3 = 90 deg) is beyond the
+# preset's joint-3 range, where the plant's mechanical stops would refuse to start.
+TWO_PI = 6.283185307179586
+WIDE_LIMITS = (f'robot.position_min:={[-TWO_PI] * 6}', f'robot.position_max:={[TWO_PI] * 6}')
 WALL_LIMIT = 120.0  # s: a safety net against hangs (generous: a loaded CI machine), not a timing assertion
 
 # Unique per test process (pytest-xdist workers and parallel runs included).
 os.environ['ROS_DOMAIN_ID'] = str(1 + os.getpid() % 200)
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+
+
+class ProcessOutput:
+    """The output of a child process read as it comes, by a thread (a pipe nobody reads
+    fills up at 64 KiB and then blocks the child's next log line), each line with the
+    wall time since the start: `text()`, `seen(part)`, `timeline()` for a failure
+    message."""
+
+    def __init__(self, process):
+        import threading
+        self.start = time.monotonic()
+        self.lines = []            # (seconds since start, line)
+        self._process = process
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        for line in self._process.stdout:
+            self.lines.append((time.monotonic() - self.start, line.rstrip('\n')))
+
+    def seen(self, part):
+        return any(part in line for _, line in self.lines)
+
+    def text(self, timeout=20.0):
+        """Everything printed; waits up to `timeout` s for the end of the output once the
+        process has ended."""
+        if self._process.poll() is not None:
+            self._thread.join(timeout)
+        return '\n'.join(line for _, line in self.lines)
+
+    def timeline(self):
+        return '\n'.join(f'{t:8.2f} s  {line}' for t, line in self.lines) or '(nothing)'
 
 
 def call_service(harness, client, request, what, resend_after=None, while_waiting=None):

@@ -21,7 +21,7 @@ diagnostic_msgs = pytest.importorskip('diagnostic_msgs')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
-from robot_dynamics.nodes.diagnostics import (check_loop, CycleMonitor, ERROR, OK,  # noqa
+from robot_dynamics.nodes.common.diagnostics import (check_loop, CycleMonitor, ERROR, OK,  # noqa
                                               Report, THRESHOLDS, WARN)
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 

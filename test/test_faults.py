@@ -68,10 +68,11 @@ def remove(harness, node):
 
 
 @pytest.fixture
-def loop():
+def loop(request):
+    extra = getattr(request, 'param', ())
     harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0',
                                               '-p', 'integration_step:=0.005',
-                                              '-p', 'lockstep_timeout:=0.02'])
+                                              '-p', 'lockstep_timeout:=0.02', *extra])
     plant = harness.add(PlantSimulator(context=harness.context))
     controller = new_controller(harness)
     observer = harness.add(Observer(harness.context))
@@ -81,6 +82,9 @@ def loop():
     harness.close()
 
 
+# the arm must move while no controller runs: a plant without brakes (with them it would
+# stay exactly where the old controller held it)
+@pytest.mark.parametrize('loop', [('-p', 'brakes:=false')], indirect=True)
 def test_restarted_controller_resynchronises_and_holds_where_the_arm_is(loop):
     harness, plant, controller, observer = loop
     remove(harness, controller)

@@ -34,7 +34,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint,  # noqa: E402
                                  MultiDOFJointTrajectoryPoint)
 
-from robot_dynamics.nodes import follow_joint_trajectory  # noqa: E402
+from robot_dynamics.nodes.trajectories import follow_joint_trajectory  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402
@@ -209,7 +209,9 @@ def test_the_controller_executable_serves_the_action_from_its_own_loop():
         harness.spin_until(lambda: all(f.done() for f in burst), 'the 200 goal responses')
         results = [f.result().get_result_async() for f in burst]
         harness.spin_until(lambda: all(r.done() for r in results), 'the 200 results')
-        assert all(r.result().result.error_code != Result.SUCCESSFUL for r in results)
+        succeeded = [(k, r.result().result.error_string) for k, r in enumerate(results)
+                     if r.result().result.error_code == Result.SUCCESSFUL]
+        assert not succeeded, succeeded
         harness.spin_until(result.done, 'the result of the running goal')
         assert result.result().status == GoalStatus.STATUS_SUCCEEDED, (
             result.result().result.error_string)

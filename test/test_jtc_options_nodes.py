@@ -33,7 +33,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from robot_dynamics.dynamics import mass_matrix  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
-from robot_dynamics.nodes.ros_params import ConfigurationError  # noqa: E402
+from robot_dynamics.nodes.common.ros_params import ConfigurationError  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.profiles import sample_profile  # noqa: E402
 from ros_testing import PUMA, RosHarness, SIM  # noqa: E402

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 import yaml
 
-from robot_dynamics.nodes import bringup
+from robot_dynamics.nodes.common import bringup
 from robot_dynamics.urdf import parse_urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -129,7 +129,8 @@ def transition_attribute(call):
 def test_managed_launch_file_configures_then_activates_the_lifecycle_controller_once():
     """controller_managed.launch.py: the managed executable as a LifecycleNode named as the
     node names itself; configure emitted at start-up (autostart), activate emitted by a
-    handler of configuring -> inactive only (a later deactivate is not undone)."""
+    handler of configuring -> inactive only (a later deactivate is not undone), each only
+    where `bringup.lifecycle_plan` asks for it."""
     from robot_dynamics.nodes.managed_controller import NODE_NAME
     tree = parse(MANAGED_LAUNCH)
     (node,) = calls(tree, 'LifecycleNode')
@@ -150,8 +151,188 @@ def test_managed_launch_file_configures_then_activates_the_lifecycle_controller_
     defaults = {first_string(c): keyword(c, 'default_value')
                 for c in calls(tree, 'DeclareLaunchArgument')}
     assert defaults['autostart'] == 'true' and defaults['activate'] == 'true'
-    conditions = [first_string(c.args[0]) for c in calls(tree, 'IfCondition')]
-    assert sorted(conditions) == ['activate', 'autostart']
+    assert list(calls(tree, 'IfCondition')) == []     # the plan decides, not two conditions
+
+
+@pytest.mark.parametrize('autostart, activate, plan', [
+    ('true', 'true', ('configure', 'activate')), ('true', 'false', ('configure',)),
+    ('false', 'true', ()), ('False', 'false', ()), ('1', 'yes', ('configure', 'activate')),
+])
+def test_lifecycle_plan_leaves_every_transition_to_the_user_without_autostart(
+        autostart, activate, plan):
+    assert bringup.lifecycle_plan(autostart, activate) == plan
+
+
+@pytest.mark.parametrize('text, files', [
+    ('', []), ('a.yaml', ['a.yaml']), ('a.yaml;b.yaml', ['a.yaml', 'b.yaml']),
+    (' a.yaml ; b.yaml ;', ['a.yaml', 'b.yaml']), ('a.yaml,b.yaml', ['a.yaml', 'b.yaml']),
+])
+def test_params_file_list_keeps_the_order(text, files):
+    assert bringup.params_file_list(text) == files
+
+
+def test_realtime_launch_arguments_become_parameters_and_empty_ones_none():
+    assert bringup.realtime_parameters('', '', '') == {}
+    assert bringup.realtime_parameters('80', '1', 'true') == {
+        'realtime.priority': 80, 'realtime.cpu_affinity': [1], 'realtime.lock_memory': True}
+    assert bringup.realtime_parameters('', '[0, 1]', '') == {'realtime.cpu_affinity': [0, 1]}
+    assert bringup.realtime_parameters('0', '0,1', 'false') == {
+        'realtime.priority': 0, 'realtime.cpu_affinity': [0, 1], 'realtime.lock_memory': False}
+
+
+@pytest.mark.parametrize('arguments, named', [
+    (('120', '', ''), 'realtime_priority'), (('high', '', ''), 'realtime_priority'),
+    (('', 'x', ''), 'realtime_cpu_affinity'), (('', '1,1', ''), 'realtime_cpu_affinity'),
+    (('', '-1', ''), 'realtime_cpu_affinity'), (('', '', 'maybe'), 'realtime_lock_memory'),
+])
+def test_bad_realtime_launch_arguments_are_named(arguments, named):
+    with pytest.raises(ValueError, match=named):
+        bringup.realtime_parameters(*arguments)
+
+
+class _Recorded:
+    """A launch class stand-in: keeps its arguments."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Recorded):
+    def perform(self, context):
+        return context[self.args[0]]
+
+
+def _fake_launch_modules():
+    """Stand-ins for the launch, launch_ros and ament_index_python modules the launch
+    files import (neither launch nor launch_ros is on PyPI): enough to load the files and
+    call their OpaqueFunction bodies as `ros2 launch` would."""
+    import types
+
+    def module(name, **attributes):
+        made = types.ModuleType(name)
+        made.__dict__.update(attributes)
+        return made
+    kinds = {name: type(name, (_Recorded,), {}) for name in (
+        'LaunchDescription', 'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction',
+        'RegisterEventHandler', 'LogInfo', 'Node', 'LifecycleNode', 'OnStateTransition',
+        'ChangeState', 'ParameterValue', 'IfCondition')}
+    return {
+        'launch': module('launch', LaunchDescription=kinds['LaunchDescription']),
+        'launch.actions': module('launch.actions', **{k: kinds[k] for k in (
+            'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler',
+            'LogInfo')}),
+        'launch.conditions': module('launch.conditions', IfCondition=kinds['IfCondition']),
+        'launch.events': module('launch.events', matches_action=lambda action: action),
+        'launch.substitutions': module('launch.substitutions',
+                                       LaunchConfiguration=_LaunchConfiguration),
+        'launch_ros': module('launch_ros'),
+        'launch_ros.actions': module('launch_ros.actions', Node=kinds['Node'],
+                                     LifecycleNode=kinds['LifecycleNode']),
+        'launch_ros.event_handlers': module('launch_ros.event_handlers',
+                                            OnStateTransition=kinds['OnStateTransition']),
+        'launch_ros.events': module('launch_ros.events'),
+        'launch_ros.events.lifecycle': module('launch_ros.events.lifecycle',
+                                              ChangeState=kinds['ChangeState']),
+        'launch_ros.parameter_descriptions': module('launch_ros.parameter_descriptions',
+                                                    ParameterValue=kinds['ParameterValue']),
+        'ament_index_python': module('ament_index_python'),
+        'ament_index_python.packages': module(
+            'ament_index_python.packages',
+            get_package_share_directory=lambda package: os.path.join(REPO)),
+    }
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    pytest.importorskip('lifecycle_msgs')
+    for name, module in _fake_launch_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+    def load(path):
+        spec = importlib.util.spec_from_file_location('launch_under_test', path)
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        return loaded
+    return load
+
+
+def managed_context(**given):
+    """The launch arguments of controller_managed.launch.py: the declared defaults, then
+    `given`."""
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(MANAGED_LAUNCH), 'DeclareLaunchArgument')}
+    defaults['params_file'] = '/arm.yaml'
+    return {**defaults, **given}
+
+
+def kinds_of(actions):
+    return [type(action).__name__ for action in actions]
+
+
+def test_managed_launch_with_autostart_false_requests_no_transition(fake_launch):
+    """autostart:=false: the node alone, no configure, and no handler that would activate
+    it after the user's own configure (then `activate` would fail: "Unknown transition
+    requested"), whatever activate says."""
+    module = fake_launch(MANAGED_LAUNCH)
+    for activate in ('true', 'false'):
+        actions = module.controller_actions(managed_context(autostart='false',
+                                                            activate=activate))
+        assert kinds_of(actions) == ['LifecycleNode']
+
+
+def test_managed_launch_configures_and_activates_by_default(fake_launch):
+    module = fake_launch(MANAGED_LAUNCH)
+    actions = module.controller_actions(managed_context())
+    assert kinds_of(actions) == ['RegisterEventHandler', 'LifecycleNode', 'EmitEvent']
+    handler = actions[0].args[0]
+    (activate,) = handler.kwargs['entities']
+    assert activate.kwargs['event'].kwargs['transition_id'] == 3      # TRANSITION_ACTIVATE
+    assert handler.kwargs['target_lifecycle_node'] is actions[1]
+    assert actions[2].kwargs['event'].kwargs['transition_id'] == 1    # TRANSITION_CONFIGURE
+    actions = module.controller_actions(managed_context(activate='false'))
+    assert kinds_of(actions) == ['LifecycleNode', 'EmitEvent']
+
+
+def test_managed_launch_layers_parameter_files_and_the_realtime_arguments(fake_launch):
+    module = fake_launch(MANAGED_LAUNCH)
+    (node,) = module.controller_actions(managed_context(
+        autostart='false', settings_params_file='/gains.yaml;/rt.yaml', use_sim_time='true',
+        realtime_priority='80', realtime_cpu_affinity='1'))
+    assert node.kwargs['parameters'] == [
+        '/arm.yaml', '/gains.yaml', '/rt.yaml', {'use_sim_time': True},
+        {'realtime.priority': 80, 'realtime.cpu_affinity': [1]}]
+    (node,) = module.controller_actions(managed_context(autostart='false'))
+    assert node.kwargs['parameters'] == ['/arm.yaml', {'use_sim_time': False}]
+
+
+def test_sim_launch_passes_the_realtime_arguments_to_plant_and_controller(fake_launch):
+    module = fake_launch(SIM_LAUNCH)
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    context = {**defaults, 'robot_params_file': '/arm.yaml', 'sim_params_file':
+               '/sim.yaml;/mine.yaml', 'realtime_priority': '70',
+               'realtime_lock_memory': 'true'}
+    nodes = {node.kwargs['name']: node.kwargs['parameters']
+             for node in module.loop_nodes(context)}
+    realtime = {'realtime.priority': 70, 'realtime.lock_memory': True}
+    assert nodes['plant_simulator'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
+                                        {'publish_clock': True}, realtime]
+    assert nodes['computed_torque_controller'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
+                                                   {'use_sim_time': True}, realtime]
+    assert nodes['demo_move'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
+                                  {'use_sim_time': True}]
+    context.update(realtime_priority='', realtime_lock_memory='')
+    nodes = {node.kwargs['name']: node.kwargs['parameters']
+             for node in module.loop_nodes(context)}
+    assert nodes['plant_simulator'][-1] == {'publish_clock': True}     # the files decide
+
+
+@pytest.mark.parametrize('path', [SIM_LAUNCH, MANAGED_LAUNCH], ids=os.path.basename)
+def test_launch_files_declare_the_realtime_arguments_empty(path):
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(path), 'DeclareLaunchArgument')}
+    for name in bringup.REALTIME_ARGUMENTS:
+        assert defaults[name] == '', name
 
 
 def test_managed_launch_file_generates_its_actions():
@@ -181,7 +362,8 @@ def test_sim_launch_file_declares_the_visual_arguments_rviz_off_by_default():
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     opaque = [kw.value.id for c in calls(tree, 'OpaqueFunction') for kw in c.keywords
               if kw.arg == 'function']
-    assert opaque == ['visual_nodes'] and 'visual_nodes' in functions
+    assert opaque == ['loop_nodes', 'visual_nodes']
+    assert {'loop_nodes', 'visual_nodes'} <= functions
 
 
 def test_sim_rviz_config_shows_robot_model_and_tf_in_base_link():

@@ -2,7 +2,7 @@
 reports "process has finished cleanly" for both, also when the SIGINT reaches the whole
 process group (a terminal's Ctrl-C, a script's kill of the group, CI): then each node gets
 two SIGINTs, the group's and launch's forwarded copy, and the second is the same stop
-(robot_dynamics.nodes.runner.STOP_GRACE_PERIOD). Needs the `launch` package (a ROS
+(robot_dynamics.nodes.common.runner.STOP_GRACE_PERIOD). Needs the `launch` package (a ROS
 install); skipped without it."""
 
 import os

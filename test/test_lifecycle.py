@@ -23,8 +23,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
-from ros_testing import (call_service, doubles, move_to, PUMA, REPO, resting_state,
-                          RosHarness)
+from ros_testing import (call_service, doubles, move_to, ProcessOutput, PUMA, REPO,
+                          resting_state, RosHarness)
 
 lifecycle_msgs = pytest.importorskip('lifecycle_msgs')
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
@@ -286,24 +286,54 @@ def test_urdf_from_the_topic_configure_fails_until_it_has_come():
         harness.close()
 
 
+def fresh_participant_finds(service, wall_limit=20.0):
+    """For a failure message: whether a new context (a DDS participant of its own) finds
+    `service` within `wall_limit` s, telling a stuck participant of this test from a
+    process nobody can reach."""
+    probe = RosHarness()
+    try:
+        node = probe.add(Node('discovery_probe', context=probe.context))
+        client = node.create_client(GetState, service)
+        try:
+            probe.spin_until(client.service_is_ready, service, wall_limit=wall_limit)
+        except AssertionError:
+            return f'did not find {service} either within {wall_limit:g} s'
+        return f'found {service}'
+    finally:
+        probe.close()
+
+
 def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly():
-    """`controller_managed` as a process: unconfigured until told, then the same
-    transitions over DDS; SIGINT ends it with exit status 0."""
+    """`controller_managed` as a process: says at once that it is unconfigured, stays so
+    until told, then the same transitions over DDS; SIGINT ends it with exit status 0.
+    The process's start-up (its first line) and the discovery of its services are waited
+    for separately, so that a failure says which of the two did not happen, with the
+    time line of what the process printed."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     process = subprocess.Popen(
         [sys.executable, '-m', 'robot_dynamics.nodes.managed_controller', '--ros-args',
          '--params-file', PUMA], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
+    output = ProcessOutput(process)
     harness = RosHarness()
     failure = None
     try:
         operator = harness.add(Operator(harness.context))
-        harness.spin_until(lambda: operator.change_state.service_is_ready()
-                           and operator.get_state.service_is_ready()
-                           and operator.set_parameters.service_is_ready()
-                           or process.poll() is not None, 'the lifecycle services',
-                           wall_limit=150.0)     # a process start and discovery on a busy machine
+        harness.spin_until(lambda: output.seen('unconfigured: bring it up with')
+                           or process.poll() is not None, 'the start-up line')
+        started = time.monotonic() - output.start
+        try:
+            harness.spin_until(lambda: operator.change_state.service_is_ready()
+                               and operator.get_state.service_is_ready()
+                               and operator.set_parameters.service_is_ready()
+                               or process.poll() is not None, 'the lifecycle services')
+        except AssertionError as error:      # what this side of DDS saw of the process
+            raise AssertionError(
+                f'{error} (the process started after {started:.1f} s); seen from here: '
+                f'nodes {operator.get_node_names_and_namespaces()}, services '
+                f'{[name for name, _ in operator.get_service_names_and_types()]}; a new '
+                f'participant {fresh_participant_finds(CONTROLLER + "/get_state")}') from None
         assert process.poll() is None
         reachable(harness, operator)
         stream_for(harness, operator, 0.2)
@@ -316,17 +346,18 @@ def test_the_controller_managed_executable_starts_unconfigured_and_stops_cleanly
         assert transition(harness, operator, 'deactivate')
         stream_until(harness, operator, lambda: operator.efforts[-1] == ZERO, 'zero effort')
     except AssertionError as error:
-        failure = error         # reported below, with what the process printed
+        failure = error         # reported below, with what the process printed and when
     finally:
         harness.close()
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
         try:
-            out, _ = process.communicate(timeout=20)
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-            out, _ = process.communicate()
-    assert failure is None, f'{failure}\n--- controller_managed printed:\n{out}'
+            process.wait()
+    out = output.text()
+    assert failure is None, f'{failure}\n--- controller_managed printed:\n{output.timeline()}'
     assert process.returncode == 0, out
     assert 'configured (inactive)' in out and 'Traceback' not in out
 
@@ -346,4 +377,35 @@ def test_a_configure_failing_after_the_topics_exist_leaves_none_behind():
         assert not list(controller.timers) and controller.model is None
         assert controller.lifecycle_state == 'unconfigured'
     finally:
+        harness.close()
+
+
+def test_a_destroyed_managed_controller_leaves_the_graph_without_a_garbage_collection():
+    """rclpy leaves a lifecycle node's state machine to the garbage collector, and it keeps
+    the node alive: a destroyed managed controller stayed on the graph with its lifecycle
+    services, which a later `/computed_torque_controller` (e.g. the executable started by
+    the test above) then shared its service names with. Destroyed, it must be gone at
+    once (garbage collection off meanwhile, so that it cannot tidy up for us)."""
+    import gc
+    harness = RosHarness(PUMA)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        observer = harness.add(Node('graph_observer', context=harness.context))
+        for configure in (False, True):
+            controller = ManagedComputedTorqueController(context=harness.context)
+            if configure:
+                assert controller.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            harness.spin_until(lambda: 'computed_torque_controller'
+                               in observer.get_node_names(), 'the controller on the graph')
+            controller.destroy_node()
+            harness.spin_until(
+                lambda: 'computed_torque_controller' not in observer.get_node_names()
+                and not {f'{CONTROLLER}/{service}' for service in (
+                    'change_state', 'get_state', 'set_parameters')}
+                & {name for name, _ in observer.get_service_names_and_types()},
+                'the destroyed controller gone from the graph', wall_limit=30.0)
+    finally:
+        if enabled:
+            gc.enable()
         harness.close()

@@ -7,9 +7,9 @@ import pytest
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from robot_dynamics.nodes.measurement_noise import MeasurementNoise
+from robot_dynamics.nodes.common.measurement_noise import MeasurementNoise
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from ros_testing import PUMA, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

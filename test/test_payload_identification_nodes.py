@@ -42,10 +42,11 @@ WIDE = 2.0 * math.pi      # PUMA: [LEE]'s start pose (q3 = 90 deg) is outside th
 #                           joint-3 range; as config/sim.yaml, the limits are widened
 # the payloads (2.5 kg, centre of mass 5 cm off the flange axis: the last link frame's z
 # axis) and the [LEE]-style moves of examples/payload_identification.py, whose figures the
-# doc page shows; the PUMA's position limits widened for the controller
+# doc page shows; the PUMA's position limits widened for the controller and the plant (its
+# mechanical stops)
 scenario = load_example('payload_identification')
 ROBOTS = {
-    # preset, move (start, goal), robot overrides of the controller
+    # preset, move (start, goal), robot overrides of the controller and the plant
     'puma560': (PUMA, scenario.MOVES['puma560'],
                 [Parameter('robot.position_min', value=[-WIDE] * 6),
                  Parameter('robot.position_max', value=[WIDE] * 6)]),
@@ -121,7 +122,7 @@ class Loop:
             Parameter('robot.payload.mass', value=payload['mass']),
             Parameter('robot.payload.com', value=list(payload['com'])),
             Parameter('robot.payload.inertia', value=list(payload['inertia'])),
-            *noise]))
+            *limits, *noise]))
         self.controller = self.harness.add(ComputedTorqueController(
             context=context, parameter_overrides=[
                 Parameter('use_sim_time', value=True),

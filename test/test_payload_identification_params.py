@@ -10,8 +10,8 @@ from rclpy.parameter import Parameter
 
 from robot_dynamics.identification import PayloadEstimate, PayloadEstimator
 from robot_dynamics.nodes.controller import ComputedTorqueController
-from robot_dynamics.nodes.payload_identification import estimate_messages
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.identification.payload_identification import estimate_messages
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from ros_testing import PUMA, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
@@ -156,3 +156,43 @@ def test_method_iv_reaches_the_estimator_and_a_bad_method_is_named():
             ComputedTorqueController(context=harness.context)
     finally:
         harness.close()
+
+
+def test_payload_parameters_read_back_zero_before_any_apply(controller):
+    """No payload given: robot.payload.* are 0 (not unset), and the model has none."""
+    assert controller.get_parameter('robot.payload.mass').value == 0.0
+    assert list(controller.get_parameter('robot.payload.com').value) == [0.0] * 3
+    assert list(controller.get_parameter('robot.payload.inertia').value) == [0.0] * 6
+    assert controller.law.model.payload.mass == 0.0
+
+
+def test_a_mass_within_three_standard_deviations_of_zero_is_no_payload():
+    """The estimate of an arm carrying nothing (7e-7 kg, its centre of mass far out):
+    reported as no payload; a mass 5 standard deviations above zero is a payload."""
+    from robot_dynamics.nodes.identification.payload_identification import no_payload
+    empty = estimate(7e-7)._replace(com=np.array([0.36, 0.0, 0.0]))
+    assert no_payload(empty) and no_payload(estimate(0.03))
+    assert not no_payload(estimate(0.05)) and not no_payload(estimate(2.5))
+    assert not no_payload(estimate(7e-7, excited=False, reason='not excited: few samples'))
+    _, status = estimate_messages(empty, True)
+    assert status.level == DiagnosticStatus.OK
+    assert 'no payload' in status.message and 'applying sets mass 0' in status.message
+    assert {kv.key: kv.value for kv in status.values}['no_payload'] == 'true'
+
+
+def test_applying_no_payload_sets_mass_com_and_inertia_to_zero(controller):
+    from std_srvs.srv import Trigger
+    controller.set_parameters([Parameter('robot.payload.mass', value=1.5),
+                               Parameter('robot.payload.com', value=[0.0, 0.0, 0.1])])
+    empty = estimate(7e-7)._replace(com=np.array([0.36, 0.0, 0.0]))
+    controller.identification.update = lambda: empty
+    response = controller.identification._on_apply(Trigger.Request(), Trigger.Response())
+    assert response.success, response.message
+    assert response.message.startswith('no payload: the estimated mass 7e-07 kg is within 3 '
+                                       'standard deviations (0.01 kg) of zero: applied mass 0')
+    assert controller.get_parameter('robot.payload.mass').value == 0.0
+    assert list(controller.get_parameter('robot.payload.com').value) == [0.0] * 3
+    assert list(controller.get_parameter('robot.payload.inertia').value) == [0.0] * 6
+    controller.identification.update = lambda: estimate(2.5)     # a real payload: applied
+    response = controller.identification._on_apply(Trigger.Request(), Trigger.Response())
+    assert response.success and controller.get_parameter('robot.payload.mass').value == 2.5

@@ -34,7 +34,7 @@ from ros_testing import (call_service, double, doubles, PUMA, RosHarness, SIM,  
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController  # noqa
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
-from robot_dynamics.nodes.ros_params import ConfigurationError  # noqa: E402
+from robot_dynamics.nodes.common.ros_params import ConfigurationError  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -351,7 +351,7 @@ def test_a_negative_constraint_at_start_up_is_one_error_naming_it():
 def test_without_the_service_type_query_state_is_off_and_the_controller_runs(monkeypatch,
                                                                             module):
     """No control_msgs at all (the action is off too), or one built without the service."""
-    from robot_dynamics.nodes import follow_joint_trajectory, query_state
+    from robot_dynamics.nodes.trajectories import follow_joint_trajectory, query_state
     monkeypatch.setattr({'follow_joint_trajectory': follow_joint_trajectory,
                          'query_state': query_state}[module], 'UNAVAILABLE',
                         "No module named 'x'")

@@ -20,12 +20,12 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.nodes import realtime
+from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.realtime import (apply_to_threads, enter_loop, parse_options,
+from robot_dynamics.nodes.common.realtime import (apply_to_threads, enter_loop, parse_options,
                                            RealtimeOptions)
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -190,6 +190,44 @@ def test_enter_loop_warns_once_for_everything_refused(monkeypatch):
     assert [level for level, _ in node.logger.lines] == ['warning']
 
 
+def test_release_puts_every_thread_back_to_normal_scheduling_and_its_cpus():
+    calls = []
+    undone = realtime.release_threads(
+        RealtimeOptions(60, (1,), True), {0, 1}, threads=(7, 8),
+        set_scheduler=lambda tid, policy, param: calls.append(
+            ('scheduler', tid, policy, param.sched_priority)),
+        set_affinity=lambda tid, cpus: calls.append(('affinity', tid, sorted(cpus))),
+        unlock_all=lambda: calls.append(('unlock',)))
+    assert sorted(calls) == sorted([('scheduler', 7, os.SCHED_OTHER, 0),
+                                    ('scheduler', 8, os.SCHED_OTHER, 0),
+                                    ('affinity', 7, [0, 1]), ('affinity', 8, [0, 1]),
+                                    ('unlock',)])
+    assert undone == ('normal scheduling', 'CPUs [0, 1]', 'memory unlocked')
+
+
+def test_leave_loop_undoes_only_what_enter_loop_applied(monkeypatch):
+    """Priority refused, CPUs applied: leaving puts the CPUs back and leaves the
+    scheduler alone (it never changed); a second leave does nothing."""
+    monkeypatch.setattr(realtime, 'quiet_garbage_collector', lambda: 0)
+    monkeypatch.setattr(realtime.os, 'sched_setscheduler', refuse(errno.EPERM))
+    affinity_calls = []
+    monkeypatch.setattr(realtime.os, 'sched_setaffinity',
+                        lambda tid, cpus: affinity_calls.append(set(cpus)))
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    node = FakeNode(RealtimeOptions(60, (cpu,), False))
+    report = enter_loop(node)
+    assert [name for name, _ in report.refused] == ['priority']
+    assert affinity_calls and all(cpus == {cpu} for cpus in affinity_calls)
+    affinity_calls.clear()
+    monkeypatch.setattr(realtime.os, 'sched_setscheduler', lambda *args: pytest.fail(
+        'the scheduler was never raised: nothing to put back'))
+    assert realtime.leave_loop(node) == (f'CPUs {sorted(before)}',)
+    assert affinity_calls and all(cpus == before for cpus in affinity_calls)
+    assert node.logger.lines[-1][0] == 'info' and 'released' in node.logger.lines[-1][1]
+    assert realtime.leave_loop(node) == ()
+
+
 def test_enter_loop_does_nothing_with_the_options_off(monkeypatch):
     monkeypatch.setattr(realtime, 'quiet_garbage_collector', lambda: 0)
     node = FakeNode(RealtimeOptions())
@@ -197,7 +235,7 @@ def test_enter_loop_does_nothing_with_the_options_off(monkeypatch):
 
 
 def test_the_garbage_collector_is_frozen_with_the_start_up_objects():
-    code = ('import gc\nfrom robot_dynamics.nodes.realtime import quiet_garbage_collector\n'
+    code = ('import gc\nfrom robot_dynamics.nodes.common.realtime import quiet_garbage_collector\n'
             'survivor = [[i] for i in range(1000)]\n'
             'frozen = quiet_garbage_collector()\n'
             'print(frozen, gc.get_freeze_count(), len(gc.get_objects()))\n')
@@ -393,6 +431,60 @@ def test_the_managed_controller_applies_the_options_once_configured(dds):
         assert os.sched_getscheduler(process.pid) == os.SCHED_OTHER    # unconfigured
         assert lifecycle.transition(dds, operator, 'configure')
         wait_until_applied(dds, process.pid, 13, cpu)
+        # cleanup: unconfigured again, so normal priority on the CPUs it had, memory unlocked
+        assert lifecycle.transition(dds, operator, 'cleanup')
+        wait_until_released(dds, process.pid, os.sched_getaffinity(0))
+        assert lifecycle.transition(dds, operator, 'configure')     # and raised again
+        wait_until_applied(dds, process.pid, 13, cpu)
     finally:
         out = finish(process)
-    assert 'SCHED_FIFO priority 13' in out and REFUSED not in out, out
+    assert out.count('SCHED_FIFO priority 13') == 2 and REFUSED not in out, out
+    assert out.count('real-time options released: normal scheduling') == 1, out
+
+
+def released_threads(pid, cpus):
+    """Whether every thread of process `pid` runs under SCHED_OTHER on `cpus`, with no
+    memory locked: seen from outside."""
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            if (os.sched_getscheduler(int(tid)) != os.SCHED_OTHER
+                    or os.sched_getaffinity(int(tid)) != cpus):
+                return False
+        except ProcessLookupError:
+            continue
+    with open(f'/proc/{pid}/status', encoding='utf-8') as stream:
+        locked = [line for line in stream if line.startswith('VmLck:')]
+    return int(locked[0].split()[1]) == 0
+
+
+def wait_until_released(harness, pid, cpus):
+    harness.spin_until(lambda: released_threads(pid, cpus), 'the real-time options released')
+
+
+def test_the_managed_controller_refused_the_options_cleans_up_without_a_word_more(dds):
+    """Refused at configure (one warning): cleanup has nothing to put back, says nothing
+    about it, and the node stays at normal priority through configure, cleanup and
+    configure again."""
+    lifecycle = pytest.importorskip('test_lifecycle')
+    process = start_executable(
+        ['-p', 'realtime.priority:=50', '-p', 'realtime.lock_memory:=true'],
+        launcher=(sys.executable, '-c', UNPRIVILEGED), executable='managed_controller')
+    try:
+        operator = dds.add(lifecycle.Operator(dds.context))
+        dds.spin_until(lambda: operator.change_state.service_is_ready()
+                       and operator.get_state.service_is_ready()
+                       and operator.set_parameters.service_is_ready()
+                       or process.poll() is not None, 'the lifecycle services')
+        assert process.poll() is None, finish(process)
+        if effective_capabilities(process.pid) & (1 << CAP_SYS_NICE | 1 << CAP_IPC_LOCK):
+            pytest.skip('root without CAP_SETPCAP here: the capabilities cannot be dropped')
+        lifecycle.reachable(dds, operator)
+        cpus = os.sched_getaffinity(process.pid)
+        for label in ('configure', 'cleanup', 'configure'):
+            assert lifecycle.transition(dds, operator, label)
+            assert released_threads(process.pid, cpus)
+    finally:
+        out = finish(process)
+    assert len([line for line in out.splitlines() if REFUSED in line]) == 2, out
+    assert 'released' not in out and 'Traceback' not in out, out
+    assert process.returncode == 0, out

@@ -1,4 +1,4 @@
-"""nodes/runner.py: Ctrl-C and SIGTERM stop the executables in order. The signal only
+"""nodes/common/runner.py: Ctrl-C and SIGTERM stop the executables in order. The signal only
 sets a flag (from a watcher thread) and wakes the executor; the main thread leaves its
 loop, destroys the node and shuts the context down itself. rclpy's own handler is not
 installed: it shut the context down from its thread while the node was still using it."""
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ros_testing import REPO   # noqa: I100 - sets ROS_DOMAIN_ID first
-from robot_dynamics.nodes.runner import STOP_GRACE_PERIOD, StopRequest
+from robot_dynamics.nodes.common.runner import STOP_GRACE_PERIOD, StopRequest
 
 
 def wait_for(predicate, limit=5.0):
@@ -110,7 +110,7 @@ def run_script(source, signals, timeout=30.0, gap=0.3):
 
 HANGING_SHUTDOWN = '''
     import time
-    from robot_dynamics.nodes.runner import STOP_GRACE_PERIOD, StopRequest
+    from robot_dynamics.nodes.common.runner import STOP_GRACE_PERIOD, StopRequest
     stop = StopRequest()
     print('ready')
     while True:              # a shutdown that never ends
@@ -132,7 +132,7 @@ def test_a_signal_after_the_grace_period_ends_a_hanging_shutdown_at_once():
 IDLE_NODE = '''
     import time
     from rclpy.node import Node
-    from robot_dynamics.nodes import runner
+    from robot_dynamics.nodes.common import runner
     stamps = {}
 
     class Idle(Node):

@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt64
 
 from robot_dynamics import codegen
-from robot_dynamics.nodes import diagnostics
+from robot_dynamics.nodes.common import diagnostics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from ros_testing import (double, doubles, edited_puma_file, integers, PUMA, REPO, RosHarness,

@@ -21,7 +21,7 @@ import yaml
 from robot_dynamics.nodes import sim
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from ros_testing import REPO, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

@@ -2,7 +2,7 @@
 """Fresh-machine quick start (CPython 3.10-3.12, standard library only).
 
     python3 tools/dev.py sim   [--duration 5] [--distro kilted|jazzy] [-- sim options]
-    python3 tools/dev.py test  [--distro kilted|jazzy] [-- pytest options]
+    python3 tools/dev.py test  [--distro kilted|jazzy] [--busy] [--repeat N] [-- pytest options]
     python3 tools/dev.py bench [--distro kilted|jazzy] [-- benchmarks/run.py options]
 
 Creates .venv-<distro> in the repository if it is missing (rclpy and the message packages
@@ -11,6 +11,10 @@ sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`si
 test suite (`test`, which ends with pytest's summary line; no tests collected is a failure)
 or the performance benchmark (`bench`, doc/performance.md: first installs its yardstick
 Pinocchio, `pin`, into the venv if it is missing; a benchmark dependency, never one of the package).
+
+`test --busy` runs the suite with one busy loop pinned to each CPU (a loaded CI machine:
+on 2 cores the load is about 3 to 4 on top of the suite), `--repeat N` runs it N times in a
+row, stopping at the first failure; each run ends with its wall time.
 
 `test` and `bench` also build the control_msgs interfaces the controller's
 FollowJointTrajectory action uses into the venv, once (PyPI has no control_msgs wheel;
@@ -24,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import interfaces   # noqa: I100 - tools/interfaces.py, beside this file
 
@@ -45,7 +50,10 @@ def requirements(distro):
     # optional accelerator) in the kilted venv only, so that CI tests the numba backend
     # there and its absence with jazzy
     extras = ['numba'] if distro == 'kilted' else []
-    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib'] + extras
+    # scipy and cvxpy: the optional 'identification' extra (whole-arm identification);
+    # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS)
+    return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'scipy',
+                  'cvxpy', 'rosbags'] + extras
 
 
 def base_python():
@@ -106,7 +114,41 @@ def pytest_targets(extra):
     return [] if named else ['test']
 
 
+BUSY_LOOP = 'import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n'
+
+
+def start_busy_loops():
+    """One busy loop per CPU this process may use, each pinned to its CPU (as `taskset -c
+    <cpu>` would); the processes."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
+        else list(range(os.cpu_count() or 1))
+    loops = [subprocess.Popen([sys.executable, '-c', BUSY_LOOP, str(cpu)]) for cpu in cpus]
+    print(f'dev.py: {len(loops)} busy loops pinned to CPUs {cpus}', flush=True)
+    return loops
+
+
 def run_tests(python, options):
+    """`run_suite` `options.repeat` times (stopping at the first failure), with a busy
+    loop on every CPU meanwhile if `options.busy`."""
+    loops = start_busy_loops() if options.busy else []
+    try:
+        for run in range(1, options.repeat + 1):
+            started = time.monotonic()
+            code = run_suite(python, options)
+            minutes, seconds = divmod(time.monotonic() - started, 60.0)
+            print(f'dev.py test run {run}/{options.repeat}'
+                  + (' (busy loops on every CPU)' if loops else '')
+                  + f': exit {code}, wall time {int(minutes)}:{seconds:04.1f}', flush=True)
+            if code != 0:
+                return code
+        return 0
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def run_suite(python, options):
     """pytest on test/ (or on the files given after `--`), streamed; its summary line
     repeated at the end."""
     process = subprocess.Popen([python, '-m', 'pytest', *pytest_targets(options.extra),
@@ -143,6 +185,10 @@ def parse(argv):
     parser.add_argument('--distro', choices=DISTROS, default='kilted')
     parser.add_argument('--duration', type=float, default=None,
                         help='sim: simulated seconds, then print a tracking summary')
+    parser.add_argument('--busy', action='store_true',
+                        help='test: one busy loop pinned to each CPU while the suite runs')
+    parser.add_argument('--repeat', type=int, default=1,
+                        help='test: run the suite this many times in a row (default 1)')
     parser.add_argument('--python', default=None,
                         help='use this interpreter (with the requirements installed) '
                         'instead of .venv-<distro>')

@@ -22,16 +22,15 @@ from std_msgs.msg import Bool, Float64MultiArray, String, UInt64
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
-from robot_dynamics.nodes import follow_joint_trajectory, speed_scaling
-from robot_dynamics.nodes.diagnostics import ControllerDiagnostics, measured
-from robot_dynamics.nodes.joint_constraints import JointConstraints
-from robot_dynamics.nodes.payload_identification import PayloadIdentification
-from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_robot,
-                                             keep_float_types,
-                                             payload_model, seconds)
-from robot_dynamics.nodes.realtime import declare_realtime
-from robot_dynamics.nodes.runner import own_loop_after_the_model, run
+from robot_dynamics.nodes.trajectories import follow_joint_trajectory, speed_scaling
+from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measured
+from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
+from robot_dynamics.nodes.identification.payload_identification import PayloadIdentification
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
+    declare_robot, keep_float_types, payload_model, seconds)
+from robot_dynamics.nodes.common.realtime import declare_realtime
+from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import (INTERPOLATION_METHODS, JointTrajectorySampler,
                                        TrajectoryCommand, TrajectoryRejected)
 from robot_dynamics.trajectory_goal import GOAL_TOLERANCE_VIOLATED
@@ -650,7 +649,13 @@ class ComputedTorqueController(Node):
         self.sampler.hold(self._q.copy(), t)
         self._ready = True
         self._last_t = t
-        self.get_logger().info('all joints seen: holding the measured position')
+        outside = self.sampler.describe_outside(self._q)
+        if outside:
+            self.get_logger().warning(
+                f'all joints seen: holding the measured position, outside the position '
+                f'limits: {outside}; only a trajectory that brings it back inside is accepted')
+        else:
+            self.get_logger().info('all joints seen: holding the measured position')
         return True
 
     def _update_status(self, t):

@@ -50,8 +50,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.identification import ExcitationWarning, exciting_trajectory
-from robot_dynamics.nodes.ros_params import ConfigurationError, robot_model
-from robot_dynamics.nodes.runner import ros_session
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, robot_model
+from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.send_trajectory import DEFAULT_TOPIC, STOPPED, trajectory_message
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
 
@@ -141,8 +141,8 @@ class ExcitationSender(Node):
     and sends the exciting trajectory once the controller's trajectory topic has a
     subscriber; `sent` then turns true (`error` holds why nothing can be sent)."""
 
-    def __init__(self, options, **kwargs):
-        super().__init__(NODE_NAME, **kwargs)
+    def __init__(self, options, node_name=NODE_NAME, **kwargs):
+        super().__init__(node_name, **kwargs)
         self.options = options
         self.model = self.joints = None
         self.sent = False

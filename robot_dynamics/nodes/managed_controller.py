@@ -15,7 +15,8 @@
 - cleanup: back to unconfigured, the topics are destroyed; shutdown: from any state (from
   active: zero effort first).
 
-The executable applies the `realtime.*` options (doc/realtime.md) after each configure.
+The executable applies the `realtime.*` options (doc/realtime.md) after each configure and
+drops them again on cleanup (unconfigured: normal priority, every CPU it had).
 """
 
 import math
@@ -25,8 +26,8 @@ import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
-from robot_dynamics.nodes.ros_params import ConfigurationError, declare_robot
-from robot_dynamics.nodes.runner import run, spin_applying_realtime
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare_robot
+from robot_dynamics.nodes.common.runner import run, spin_applying_realtime
 
 # Node entities created by configure and destroyed by cleanup: (property, destroy method).
 ENTITY_KINDS = (('publishers', 'destroy_publisher'), ('subscriptions', 'destroy_subscription'),
@@ -44,6 +45,8 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self.lifecycle_state = 'unconfigured'
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
+        self.get_logger().info(f'unconfigured: bring it up with `ros2 lifecycle set '
+                               f'{self.get_fully_qualified_name()} configure`, then activate')
 
     # ------------------------------------------------------------------ transitions
 
@@ -139,6 +142,16 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
 
     def _keep_model(self, model, joints):
         self._described = (model, joints)
+
+    def destroy_node(self):
+        """As the unmanaged node's, then the lifecycle state machine: rclpy leaves it to the
+        garbage collector, and until it is collected it keeps the node itself alive, so the
+        destroyed node stayed on the ROS graph with its lifecycle services listed (a later
+        node of the same name in the same process, or a client looking for it, saw both)."""
+        super().destroy_node()
+        machine = getattr(self, '_state_machine', None)
+        if machine is not None and hasattr(machine, 'destroy_when_not_in_use'):
+            machine.destroy_when_not_in_use()
 
     def add_on_set_parameters_callback(self, callback):
         """As Node's; the callbacks added by configure are removed by cleanup."""

@@ -3,15 +3,18 @@
 The latest effort command is held over each step (zero-order hold) and
 q̈ = forward_dynamics(q, q̇, τ) is integrated with RK4 (or semi-implicit Euler); the state
 is published on /joint_states (position, velocity, the effort actually applied) every
-1/publish_rate s of simulated time.
+1/publish_rate s of simulated time. robot.position_min/max are mechanical stops
+(integration.JointStops; joint_stops false: none); brakes hold every joint still before the
+first command and after command_timeout (brakes false: zero effort, the arm falls); joints
+beyond robot.velocity_max are reported (doc/simulation.md).
 
 Time: with publish_clock false the plant runs free on the wall clock and stamps with the
 node clock: tick k is due at start + k·tick_period (steady clock); each tick integrates
 every tick due by then (at most MAX_CATCH_UP, older ones are dropped) and publishes the last
 state. A tick processed more than one tick_period after it was due is counted as late
 (`loop_statistics`, and a summary line when the node is destroyed). Until the first valid
-command the plant holds its initial state: it publishes it every tick without integrating,
-so the arm does not fall before a controller holds it. The `plant` executable drives these
+command the plant (on its brakes) holds its initial state: it publishes it every tick
+without integrating, so the arm does not fall before a controller holds it. The `plant` executable drives these
 ticks with its own loop (`spin_free_running`: sleep to the due time, take the commands,
 tick); a plant spun by another executor has a timer do it, with the ticks due on the
 timer's grid.
@@ -37,14 +40,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
-from robot_dynamics.nodes.diagnostics import measured, PlantDiagnostics
-from robot_dynamics.nodes.measurement_noise import declare_measurement_noise
-from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, as_floats, as_string,
-                                             ConfigurationError, declare, declare_robot,
-                                             keep_float_types,
-                                             payload_model)
-from robot_dynamics.nodes.realtime import declare_realtime
-from robot_dynamics.nodes.runner import own_loop_after_the_model, run
+from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
+from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
+    declare_robot, keep_float_types, payload_model)
+from robot_dynamics.nodes.common.realtime import declare_realtime
+from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -75,14 +77,28 @@ class PlantSimulator(Node):
             self.model = model.with_gravity((0.0, 0.0, 0.0))
         n = self.model.n
         self._step = integration.METHODS[self.method]
+        self._stops = None
+        if self.joint_stops:
+            self._stops = integration.JointStops(self.model.position_min,
+                                                 self.model.position_max)
+            beyond = np.flatnonzero(self._stops.outside(self.q))
+            if beyond.size:
+                i = int(beyond[0])
+                side = 'max' if self.q[i] > self.model.position_max[i] else 'min'
+                raise ConfigurationError(
+                    f'initial_positions[{i}] (joint {self.joints[i]}): {self.q[i]:g} is beyond '
+                    f'robot.position_{side}[{i}] = {getattr(self.model, "position_" + side)[i]:g}'
+                    '; with joint_stops true the arm cannot start there: start inside the '
+                    'limits, widen them (a plant_simulator section may override robot.*) or '
+                    'set joint_stops false')
         self._step(self.model, self.q, self.qd, np.zeros(n), self.dt)   # generates the
         #    kernels now (tens of ms), not in the first tick after the loop closed
         self._tau_command = np.zeros(n)
         self._tau_applied = np.zeros(n)
         self._clipped = None                 # (command, model, clipped command, joints)
         self._command_time = -math.inf       # plant time of the latest command [s]
-        self._holding = not self.publish_clock   # free-running: no integration before the
-        #                                          first valid command (the arm stays put)
+        self._holding = not self.publish_clock and self.brakes   # free-running: no
+        #                          integration before the first valid command (on the brakes)
         self._steps = 0                      # simulated time = steps · dt (exact, integer)
         self._started = not (self.publish_clock and self.lockstep)
         self._awaiting_command = False
@@ -93,6 +109,10 @@ class PlantSimulator(Node):
         self._model_lock = threading.Lock()
         self._new_model = None               # built in the callback, taken by the next tick
         self._state_msg = JointState(name=list(self.joints))
+        self.stop_effort = np.zeros(n)       # the stops' efforts at the last state [N m | N]
+        self.stop_peak = np.zeros(n)         # their largest |value| since the last report
+        self.velocity_peak = np.zeros(n)     # largest |q̇| beyond velocity_max since then
+        self.braked = self.brakes            # brakes hold the joints (until a command)
         self._wall_start = None              # free-running: steady time tick 0 was due [s]
         self.ticks = 0                       # free-running: ticks integrated
         self.late_ticks = 0                  # ... processed > tick_period after they were due
@@ -122,15 +142,21 @@ class PlantSimulator(Node):
             + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
                else '')
             + (f'; {self.measurement_noise.describe()}' if self.measurement_noise.enabled
-               else ''))
+               else '')
+            + ('; mechanical stops at robot.position_min/max' if self._stops is not None
+               and self._stops.any else '; no mechanical stops' if self._stops is not None
+               else '; mechanical stops off (joint_stops false)')
+            + ('; brakes engaged until the first effort command' if self.brakes
+               else '; no brakes (brakes false): zero effort lets the arm fall'))
 
     # ------------------------------------------------------------------ parameters
 
     def _declare_parameters(self):
         n = self.model.n
+        zero = np.clip(0.0, self.model.position_min, self.model.position_max).tolist()
         self.q = np.array(as_floats('initial_positions', declare(
-            self, 'initial_positions', [0.0] * n, 'initial joint positions [rad | m]',
-            read_only=True), n))
+            self, 'initial_positions', zero, 'initial joint positions [rad | m]; default 0, '
+            'or the nearest position limit where 0 is outside the limits', read_only=True), n))
         self.qd = np.array(as_floats('initial_velocities', declare(
             self, 'initial_velocities', [0.0] * n, 'initial joint velocities [rad/s | m/s]',
             read_only=True), n))
@@ -181,6 +207,14 @@ class PlantSimulator(Node):
             self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
             'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
         self.measurement_noise = declare_measurement_noise(self)
+        self.joint_stops = as_bool('joint_stops', declare(
+            self, 'joint_stops', True, 'robot.position_min/max act as mechanical stops (a '
+            'stiff spring-damper beyond each finite limit); false: the joints pass them '
+            '(for studies)', read_only=True))
+        self.brakes = as_bool('brakes', declare(
+            self, 'brakes', True, 'hold every joint still until the first effort command '
+            'and while the last one is older than command_timeout, as the holding brakes of '
+            'a real arm; false: zero effort then, the arm falls', read_only=True))
 
     def _on_set_parameters(self, parameters):
         """robot.payload.{mass,com,inertia} at runtime: validated and built here (the new
@@ -282,7 +316,7 @@ class PlantSimulator(Node):
         robot.effort_max."""
         age = (self._plant_time() if now is None else now) - self._command_time
         if self.command_timeout > 0.0 and age > self.command_timeout + 1e-9:
-            if np.isfinite(self._command_time):
+            if np.isfinite(self._command_time) and not self.brakes:
                 self.get_logger().warning(
                     f'no effort command for {age:.3f} s > command_timeout '
                     f'{self.command_timeout:g} s: applying zero effort',
@@ -428,10 +462,22 @@ class PlantSimulator(Node):
             return
         self._take_new_model()
         clock_ns = None if self.publish_clock else self.get_clock().now().nanoseconds
-        tau = self.effort(self.sim_time if clock_ns is None else clock_ns * 1e-9)
+        now = self.sim_time if clock_ns is None else clock_ns * 1e-9
+        tau = self.effort(now)
         q, qd = self.q, self.qd
-        for _ in range(self.steps_per_tick * ticks):
-            q, qd = self._step(self.model, q, qd, tau, self.dt)
+        if self._brakes_hold(now):         # the joints stay where they are
+            qd, tau = np.zeros(self.model.n), np.zeros(self.model.n)
+            self.stop_effort = np.zeros(self.model.n)
+        elif self._stops is None:
+            for _ in range(self.steps_per_tick * ticks):
+                q, qd = self._step(self.model, q, qd, tau, self.dt)
+        else:
+            stop, peak, step = self.stop_effort, self.stop_peak, self._stops.step
+            for _ in range(self.steps_per_tick * ticks):
+                q, qd, stop = step(self._step, self.model, q, qd, tau, self.dt)
+                if stop.any():
+                    peak = np.maximum(peak, np.abs(stop))
+            self.stop_effort, self.stop_peak = stop, peak
         # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
         if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
             bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
@@ -446,7 +492,36 @@ class PlantSimulator(Node):
             return
         self.q, self.qd, self._tau_applied = q, qd, tau
         self._steps += self.steps_per_tick * ticks
+        self._check_velocity(qd)
         self._publish(clock_ns)
+
+    def _brakes_hold(self, now):
+        """With brakes: True (engaged) before the first command and while the last one is
+        older than command_timeout; logs each engagement and release."""
+        if not self.brakes:
+            return False
+        engaged = not math.isfinite(self._command_time) or (
+            self.command_timeout > 0.0
+            and now - self._command_time > self.command_timeout + 1e-9)
+        if engaged != self.braked:
+            self.braked = engaged
+            if engaged:
+                self.get_logger().warning(
+                    f'brakes engaged: no effort command for {now - self._command_time:.3f} s '
+                    f'> command_timeout {self.command_timeout:g} s; every joint held still')
+            else:
+                self.get_logger().info('brakes released: effort command received')
+        return engaged
+
+    def _check_velocity(self, qd):
+        """|q̇| beyond robot.velocity_max: kept for /diagnostics and warned about."""
+        fast = np.abs(qd) > self.model.velocity_max
+        if fast.any():
+            self.velocity_peak = np.maximum(self.velocity_peak, np.where(fast, np.abs(qd), 0.0))
+            i = int(np.flatnonzero(fast)[0])
+            self.get_logger().warning(
+                f'joint {self.joints[i]}: |qd| = {abs(qd[i]):.4g} beyond robot.velocity_max '
+                f'{self.model.velocity_max[i]:g}', throttle_duration_sec=THROTTLE)
 
     def _publish(self, clock_ns=None):
         """/clock (with publish_clock) and the state, stamped with simulated time or with

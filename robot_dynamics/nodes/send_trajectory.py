@@ -14,7 +14,7 @@ header.stamp = 0 (start on arrival); it is published reliably once a subscriber 
 (waited for up to --timeout).
 
 When the controller offers the FollowJointTrajectory action (`--action`, by default beside
-`--topic`), the move goes as a goal instead (robot_dynamics.nodes.goal_sender): the
+`--topic`), the move goes as a goal instead (robot_dynamics.nodes.trajectories.goal_sender): the
 sender waits for the outcome and prints it. Without an action server (or without
 control_msgs) it publishes on the topic and says that the outcome is unknown.
 
@@ -38,9 +38,9 @@ from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_dynamics.nodes import goal_sender
-from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
-from robot_dynamics.nodes.runner import ros_session
+from robot_dynamics.nodes.trajectories import goal_sender
+from robot_dynamics.nodes.common.params_file import check_params_files, ParamsFileError
+from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 
 DEFAULT_TOPIC = '/computed_torque_controller/joint_trajectory'

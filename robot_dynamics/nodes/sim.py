@@ -10,6 +10,11 @@ reproduce the profile exactly).
 
     python -m robot_dynamics.nodes.sim --duration 5     # ends by itself, prints a summary
     python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
+    python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
+
+`--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
+node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
+that no node has is named in a warning.
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
@@ -37,10 +42,10 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.params_file import ParamsFileError
-from robot_dynamics.nodes.runner import ros_session
-from robot_dynamics.nodes.ros_params import (as_float, as_floats, as_string, ConfigurationError,
-                                             declare)
+from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.nodes.common.runner import ros_session
+from robot_dynamics.nodes.common.ros_params import (
+    as_float, as_floats, as_string, ConfigurationError, declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
@@ -222,12 +227,59 @@ def parse_args(argv):
                         help='joints: a row of two plots per joint (default); overview: all '
                         'joints in two panels, positions and tracking errors')
     parser.add_argument('ros_args', nargs=argparse.REMAINDER,
-                        help='--ros-args ... passed to rclpy')
-    return parser.parse_args(argv)
+                        help='--ros-args ... passed to rclpy (-p values win over the '
+                        'parameter files)')
+    argv = list(argv)
+    ros = []
+    for marker in ('--ros-args', '--'):          # argparse's REMAINDER misses a leading '--x'
+        if marker in argv:
+            at = argv.index(marker)
+            argv, ros = argv[:at], argv[at:] + ros
+            break
+    args = parser.parse_args(argv)
+    args.ros_args = list(args.ros_args) + ros
+    return args
+
+
+def parameter_items(ros_args):
+    """[(node name or None, parameter, value)] of the ``-p`` / ``--param`` items of
+    `ros_args` (after ``--ros-args``), values read as rcl reads them (YAML); ``-p
+    node:name:=value`` names the node."""
+    import yaml
+    from robot_dynamics.model import ParameterFileLoader
+    items, inside = [], False
+    args = list(ros_args)
+    for i, arg in enumerate(args):
+        if arg == '--ros-args':
+            inside = True
+        elif arg == '--':
+            inside = False
+        elif inside and arg in ('-p', '--param') and i + 1 < len(args) \
+                and ':=' in args[i + 1]:
+            target, text = args[i + 1].split(':=', 1)
+            node, _, name = target.rpartition(':')
+            try:
+                value = yaml.load(text, Loader=ParameterFileLoader)
+            except yaml.YAMLError:
+                value = text
+            if isinstance(value, list) and {type(v) for v in value} == {int, float}:
+                value = [float(v) for v in value]      # as a list of doubles
+            items.append((node or None, name, value))
+    return items
+
+
+def command_line_overrides(items, node_name):
+    """The `parameter_items` for node `node_name` as Parameters."""
+    return [Parameter(name, value=value) for node, name, value in items
+            if node in (None, node_name)]
 
 
 def build_nodes(args, context=None):
-    """(plant, controller, demo, summary) with the sim settings; raises ConfigurationError."""
+    """(plant, controller, demo, summary) with the sim settings; raises ConfigurationError.
+    The command line's ``-p`` values (`args.ros_args`) are given to each node as overrides,
+    so they win over config/sim.yaml's node sections (rcl would apply those in the order
+    the files name the nodes, which may put the file last)."""
+    items = parameter_items(['--ros-args', *getattr(args, 'ros_args', ())])
     plant_overrides = []
     if args.control_rate is not None:
         plant_overrides.append(Parameter('publish_rate', value=float(args.control_rate)))
@@ -240,16 +292,27 @@ def build_nodes(args, context=None):
     sim_time = [Parameter('use_sim_time', value=True)]
     nodes = []
     try:
-        nodes.append(PlantSimulator(context=context, parameter_overrides=plant_overrides))
-        nodes.append(ComputedTorqueController(context=context, parameter_overrides=sim_time))
+        nodes.append(PlantSimulator(context=context, parameter_overrides=plant_overrides
+                                    + command_line_overrides(items, 'plant_simulator')))
+        nodes.append(ComputedTorqueController(
+            context=context, parameter_overrides=sim_time + command_line_overrides(
+                items, 'computed_torque_controller')))
         nodes.append(DemoMove(context=context, parameter_overrides=sim_time + [
-            Parameter('move_duration', value=float(args.move_duration))]))
+            Parameter('move_duration', value=float(args.move_duration))]
+            + command_line_overrides(items, 'demo_move')))
         nodes.append(TrackingSummary(context=context, record=bool(
             getattr(args, 'csv', None) or getattr(args, 'plot', None))))
     except Exception:
         for node in nodes:
             node.destroy_node()
         raise
+    for node, name, _ in items:
+        if not any(n.has_parameter(name) for n in nodes if node in (None, n.get_name())):
+            nodes[0].get_logger().warning(
+                f'-p {node + ":" if node else ""}{name}: '
+                + (f'node {node} has no such parameter' if node else
+                   'no node of the simulation (plant_simulator, computed_torque_controller, '
+                   'demo_move) has this parameter') + '; ignored')
     return tuple(nodes)
 
 

@@ -24,7 +24,7 @@ the parameter; `ros2 param set`: the reason names it).
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 
-from robot_dynamics.nodes.ros_params import as_bool, as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import as_bool, as_float, ConfigurationError, declare
 from robot_dynamics.trajectory_goal import StateTolerances
 
 KINDS = {

@@ -19,7 +19,8 @@ Both are latched (transient local, depth 1). Services (std_srvs/Trigger):
     ~/apply_payload_estimate      sets robot.payload.{mass,com,inertia} to the estimate (one
                                   atomic parameter change: the law takes it at the next
                                   cycle) if it is excited and consistent; else refuses and
-                                  says why
+                                  says why. A mass within 3 standard deviations of zero is
+                                  "no payload": mass, com and inertia are set to 0
     ~/reset_payload_estimate      forgets every sample
 
 Switching identification on starts from no samples (the motion before does not count);
@@ -41,8 +42,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from robot_dynamics.identification import PayloadEstimator
-from robot_dynamics.nodes.ros_params import (as_bool, as_choice, as_float, ConfigurationError,
-                                              declare)
+from robot_dynamics.nodes.common.ros_params import (
+    as_bool, as_choice, as_float, ConfigurationError, declare)
 
 __all__ = ['PayloadIdentification', 'estimate_messages']
 
@@ -55,6 +56,22 @@ ESTIMATOR_OPTIONS = (
     ('max_mass_std', 'largest mass standard deviation that counts as excited [kg]'),
 )
 QUALITY_NAME = 'payload_identification'
+# A usable estimate whose mass is within this many standard deviations of zero means no
+# payload: its centre of mass (first moment / mass) and inertia are then noise divided by
+# almost nothing, so "no payload" is reported and applying sets mass, com and inertia to 0.
+NO_PAYLOAD_SIGMAS = 3.0
+
+
+def no_payload(estimate):
+    """Whether `estimate` is usable and its mass not distinguishable from zero (within
+    NO_PAYLOAD_SIGMAS mass standard deviations)."""
+    return bool(estimate.excited and estimate.consistent and math.isfinite(estimate.mass)
+                and abs(estimate.mass) <= NO_PAYLOAD_SIGMAS * estimate.mass_std)
+
+
+def no_payload_message(estimate):
+    return (f'no payload: the estimated mass {estimate.mass:.3g} kg is within '
+            f'{NO_PAYLOAD_SIGMAS:g} standard deviations ({estimate.mass_std:.3g} kg) of zero')
 
 
 def estimate_messages(estimate, enabled):
@@ -68,10 +85,12 @@ def estimate_messages(estimate, enabled):
             x=float(estimate.com[0]), y=float(estimate.com[1]), z=float(estimate.com[2])),
             ixx=ixx, ixy=ixy, ixz=ixz, iyy=iyy, iyz=iyz, izz=izz)
     usable = estimate.excited and estimate.consistent
+    empty = no_payload(estimate)
     values = {
         'enabled': str(enabled).lower(),
         'excited': str(estimate.excited).lower(),
         'consistent': str(estimate.consistent).lower(),
+        'no_payload': str(empty).lower(),
         'samples': str(estimate.samples),
         'condition_number': f'{estimate.condition_number:.6g}',
         'mass': f'{estimate.mass:.6g}',
@@ -84,7 +103,9 @@ def estimate_messages(estimate, enabled):
     }
     status = DiagnosticStatus(
         level=DiagnosticStatus.OK if usable else DiagnosticStatus.WARN, name=QUALITY_NAME,
-        message='excited and consistent: can be applied' if usable else estimate.reason,
+        message=(f'excited and consistent: {no_payload_message(estimate)}; applying sets '
+                 'mass 0' if empty else 'excited and consistent: can be applied' if usable
+                 else estimate.reason),
         values=[KeyValue(key=key, value=value) for key, value in values.items()])
     return inertia, status
 
@@ -231,6 +252,15 @@ class PayloadIdentification:
                            'an exciting trajectory first)')
         if not (estimate.excited and estimate.consistent):
             return False, f'refused: {estimate.reason}'
+        if no_payload(estimate):
+            result = self._node.set_parameters_atomically([
+                Parameter('robot.payload.mass', value=0.0),
+                Parameter('robot.payload.com', value=[0.0] * 3),
+                Parameter('robot.payload.inertia', value=[0.0] * 6)])
+            if not result.successful:
+                return False, f'refused by the controller: {result.reason}'
+            return True, (f'{no_payload_message(estimate)}: applied mass 0 (com and inertia '
+                          f'0), from {estimate.samples} samples')
         com = [float(v) for v in estimate.com]
         inertia = [float(v) for v in estimate.inertia]
         result = self._node.set_parameters_atomically([

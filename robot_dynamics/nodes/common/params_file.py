@@ -18,7 +18,8 @@ import yaml
 
 from robot_dynamics.model import ParameterFileLoader
 
-__all__ = ['ParamsFileError', 'check_params_file', 'check_params_files', 'params_files']
+__all__ = ['ParamsFileError', 'check_params_file', 'check_params_files', 'params_files',
+           'command_line_parameters', 'node_sections', 'section_applies', 'node_name_of']
 
 WRAPPER = 'ros__parameters'
 
@@ -155,3 +156,87 @@ def _kind(value):
 def _shown(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + '...'
+
+
+def _ros_items(args, options):
+    """The values after each of `options` inside ``--ros-args`` of `args`."""
+    values, inside = [], False
+    args = list(args or ())
+    for i, arg in enumerate(args):
+        if arg == '--ros-args':
+            inside = True
+        elif arg == '--':
+            inside = False
+        elif inside and arg in options and i + 1 < len(args):
+            values.append(args[i + 1])
+    return values
+
+
+def node_name_of(default, args):
+    """(namespace, name) the node `default` gets from the ``-r`` / ``--remap`` rules
+    ``__node:=`` (or ``__name:=``) and ``__ns:=`` in `args` (possibly prefixed
+    ``<default>:``), as rcl applies them; namespace '' without a rule."""
+    name, namespace = default, ''
+    for rule in _ros_items(args, ('-r', '--remap')):
+        target, _, value = rule.partition(':=')
+        node, _, key = target.rpartition(':')
+        if node and node != default:
+            continue
+        if key in ('__node', '__name') and value:
+            name = value
+        elif key == '__ns' and value:
+            namespace = '/' + value.strip('/')
+    return namespace.rstrip('/'), name
+
+
+def command_line_parameters(args, node_name):
+    """The parameter names given by ``-p`` / ``--param`` in `args` for node `node_name`
+    (unprefixed, or ``-p <node_name>:name:=value``)."""
+    names = []
+    for item in _ros_items(args, ('-p', '--param')):
+        target = item.split(':=', 1)[0]
+        node, _, name = target.rpartition(':')
+        if node in ('', node_name):
+            names.append(name)
+    return names
+
+
+def node_sections(path):
+    """{section key: [parameter names]} of a parameter file (namespaces joined with '/',
+    nested parameters dotted); {} if it cannot be read."""
+    try:
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.load(stream, Loader=ParameterFileLoader)
+    except (OSError, yaml.YAMLError):
+        return {}
+    sections = {}
+
+    def walk(mapping, names):
+        for key, value in mapping.items():
+            if key == WRAPPER and names:
+                sections['/'.join(names)] = sorted(_flat(value or {}, ''))
+            elif isinstance(value, dict):
+                walk(value, names + [str(key).strip('/')])
+    if isinstance(document, dict):
+        walk(document, [])
+    return {('/' + key if not key.startswith('/') else key): names
+            for key, names in sections.items()}
+
+
+def _flat(mapping, prefix):
+    names = []
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            names += _flat(value, f'{prefix}{key}.')
+        else:
+            names.append(f'{prefix}{key}')
+    return names
+
+
+def section_applies(key, fully_qualified_name):
+    """Whether a parameter file section `key` ('/**', '/**/name', '/ns/name', ...) applies
+    to the node `fully_qualified_name`, as rcl matches them ('**' any namespaces, '*' one
+    name)."""
+    import re
+    pattern = re.escape(key).replace(r'/\*\*', '(/[^/]+)*').replace(r'\*', '[^/]*')
+    return re.fullmatch(pattern, fully_qualified_name) is not None or key == '/**'

@@ -15,7 +15,7 @@ The trajectory is sampled without changing anything and without a lock
 (JointTrajectorySampler.query), so a query never delays a control cycle.
 """
 
-from robot_dynamics.nodes.ros_params import seconds
+from robot_dynamics.nodes.common.ros_params import seconds
 from robot_dynamics.trajectory import OutsideTrajectory
 
 try:

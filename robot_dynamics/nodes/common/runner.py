@@ -27,9 +27,11 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from robot_dynamics.nodes import realtime
-from robot_dynamics.nodes.params_file import check_params_files, ParamsFileError
-from robot_dynamics.nodes.ros_params import ConfigurationError
+from robot_dynamics.nodes.common import realtime
+from robot_dynamics.nodes.common.params_file import (check_params_files, command_line_parameters,
+                                              node_name_of, node_sections, params_files,
+                                              ParamsFileError, section_applies)
+from robot_dynamics.nodes.common.ros_params import ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_GRACE_PERIOD = 2.0   # s: further signals within this of the first are the same stop
@@ -147,6 +149,59 @@ class StopRequest:
                 signal.signal(signum, signal.SIG_IGN)
 
 
+def logger_name(node_name, args):
+    """The name rcl gives the logger of node `node_name` under the remap rules in `args`
+    (``-r __node:=ctrl2`` logs under ctrl2, ``-r __ns:=/arm`` under arm.ctrl2)."""
+    namespace, name = node_name_of(node_name, args)
+    return '.'.join([part for part in namespace.split('/') if part] + [name])
+
+
+def sections_hint(node_name, args):
+    """For a node that got no robot parameters: the parameter files' sections that name
+    other nodes ('' if none), e.g. a `ros2 param dump` keyed by the name before a
+    remap."""
+    namespace, name = node_name_of(node_name, args)
+    fqn = f'{namespace}/{name}'
+    others = []
+    for path in params_files(args):
+        keys = [key for key in node_sections(path) if not section_applies(key, fqn)]
+        if keys:
+            others.append(f'{path} has only {", ".join(repr(k + ":") for k in keys)}'
+                          if len(keys) == len(node_sections(path)) else
+                          f'{path} also has {", ".join(repr(k + ":") for k in keys)}')
+    if not others:
+        return ''
+    return f' ({"; ".join(others)}: not for {fqn})'
+
+
+def unknown_parameters(node, args):
+    """The parameters given to `node` on the command line (``-p``) or in a parameter
+    file section for it by name (not "/**", which all nodes share) that it did not
+    declare, in order: they have no effect."""
+    fqn = node.get_fully_qualified_name()
+    given = command_line_parameters(args, node.get_name())
+    for path in params_files(args):
+        for key, names in node_sections(path).items():
+            if key != '/**' and section_applies(key, fqn):
+                given += names
+    unknown = []
+    for name in given:
+        if not node.has_parameter(name) and name not in unknown:
+            unknown.append(name)
+    return unknown
+
+
+def warn_unknown_parameters(node, args):
+    """One warning naming each parameter given to `node` that it does not have."""
+    unknown = unknown_parameters(node, args)
+    if unknown:
+        node.get_logger().warning(
+            f'unknown parameter{"s" if len(unknown) > 1 else ""} {", ".join(unknown)}: '
+            f'{node.get_fully_qualified_name()} has no such parameter, ignored (`ros2 param '
+            f'list {node.get_fully_qualified_name()}` lists its parameters)')
+    return unknown
+
+
 def spin(node, executor, running):
     """The default: the executor runs every callback of the node."""
     while running() and node.context.ok():
@@ -155,13 +210,18 @@ def spin(node, executor, running):
 
 def spin_applying_realtime(node, executor, running):
     """`spin` for a node whose model comes later and may come again (a managed node's
-    configure): the executor, and `realtime.enter_loop` once each new model is in place."""
+    configure): the executor, `realtime.enter_loop` once each new model is in place and
+    `realtime.leave_loop` once it is gone (cleanup: unconfigured, normal priority)."""
     model = None
     while running() and node.context.ok():
         executor.spin_once()
-        if node.model is not None and node.model is not model:
+        if node.model is not model:
+            if model is not None:
+                realtime.leave_loop(node)
             model = node.model
-            realtime.enter_loop(node)
+            if model is not None:
+                _parameters_declared(node)
+                realtime.enter_loop(node)
 
 
 def own_loop_after_the_model(loop_of):
@@ -173,12 +233,22 @@ def own_loop_after_the_model(loop_of):
         while node.model is None and running() and node.context.ok():
             executor.spin_once(timeout_sec=0.1)
         if node.model is not None and running():
+            _parameters_declared(node)
             realtime.enter_loop(node)      # gc frozen; realtime.* applied to this thread
         loop = loop_of(node) if node.model is not None else None
         if loop is not None and running():
             loop(executor, running)
         spin(node, executor, running)
     return spin_node
+
+
+def _parameters_declared(node):
+    """The unknown-parameter warning of a node whose parameters came with its model
+    (robot_description topic, a managed node's first configure)."""
+    argv = getattr(node, '_command_line', None)
+    if argv is not None:
+        node._command_line = None
+        warn_unknown_parameters(node, argv)
 
 
 @contextlib.contextmanager
@@ -198,26 +268,35 @@ def ros_session(args=None):
 
 def run(node_class, node_name, args=None, spin_node=spin):
     """`spin_node(node, executor, running)` drives the node while `running()` (a node
-    with its own loop passes one)."""
+    with its own loop passes one). Errors before the node exists are logged under the
+    name the node gets (remap rules included); parameters given to it that it does not
+    have are named in one warning once its parameters are declared."""
+    argv = sys.argv if args is None else list(args)
+    name = logger_name(node_name, argv)
     try:
         with ros_session(args) as stop:
-            return _run_node(node_class, node_name, spin_node, stop)
+            return _run_node(node_class, node_name, spin_node, stop, argv)
     except ParamsFileError as error:
-        rclpy.logging.get_logger(node_name).error(str(error))
+        rclpy.logging.get_logger(name).error(str(error))
         return 1
 
 
-def _run_node(node_class, node_name, spin_node, stop):
-    logger = rclpy.logging.get_logger(node_name)
+def _run_node(node_class, node_name, spin_node, stop, argv=()):
+    logger = rclpy.logging.get_logger(logger_name(node_name, argv))
     try:
         node = node_class()
     except ConfigurationError as error:
-        logger.error(f'bad parameter: {error}')
+        hint = sections_hint(node_name, argv) if str(error).startswith('robot:') else ''
+        logger.error(f'bad parameter: {error}{hint}')
         return 1
     code = 0
     executor = SingleThreadedExecutor()
     wake = node.create_guard_condition(lambda: None)    # the executor wakes up on a stop
     stop.on_stop(wake.trigger)
+    node._command_line = argv           # for the unknown-parameter warning, once declared
+    if getattr(node, 'model', True) is not None:
+        warn_unknown_parameters(node, argv)
+        node._command_line = None
     try:
         executor.add_node(node)
         spin_node(node, executor, stop.running)

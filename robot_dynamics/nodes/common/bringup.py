@@ -62,3 +62,58 @@ def launch_flag(text):
     if value in ('false', '0', 'no', 'off', ''):
         return False
     raise ValueError(f'expected true or false, got {text!r}')
+
+
+def lifecycle_plan(autostart, activate):
+    """The transitions controller_managed.launch.py requests of the managed controller
+    from its launch arguments' text: configure (at start-up) with `autostart`, then
+    activate once configured with `activate` as well; none without `autostart`, whatever
+    `activate` says (the operator brings it up: `ros2 lifecycle set ... configure`, then
+    `activate`)."""
+    if not launch_flag(autostart):
+        return ()
+    return ('configure', 'activate') if launch_flag(activate) else ('configure',)
+
+
+def params_file_list(text):
+    """The parameter files of a launch argument: paths separated by ';' or ',' (spaces
+    around them ignored), empty ones left out, in order (a later file overrides an
+    earlier one)."""
+    return [part.strip() for part in str(text).replace(',', ';').split(';') if part.strip()]
+
+
+REALTIME_ARGUMENTS = ('realtime_priority', 'realtime_cpu_affinity', 'realtime_lock_memory')
+
+
+def realtime_parameters(priority='', cpu_affinity='', lock_memory=''):
+    """{parameter: value} of the `realtime.*` parameters (doc/realtime.md) given as launch
+    arguments: `priority` 0..99, `cpu_affinity` CPU numbers as '1', '0,1' or '[0, 1]',
+    `lock_memory` true or false. An empty argument sets nothing (the parameter files'
+    value stays); ValueError names the argument for a bad one."""
+    parameters = {}
+    if str(priority).strip():
+        try:
+            value = int(str(priority).strip())
+        except ValueError:
+            value = -1
+        if not 0 <= value <= 99:
+            raise ValueError(f'realtime_priority: expected 0..99 (SCHED_FIFO priority, 0 = '
+                             f'off), got {priority!r}')
+        parameters['realtime.priority'] = value
+    text = str(cpu_affinity).strip().strip('[]').strip()
+    if text:
+        try:
+            cpus = [int(part) for part in text.replace(' ', ',').split(',') if part]
+        except ValueError:
+            cpus = [-1]
+        if not cpus or min(cpus) < 0 or len(set(cpus)) != len(cpus):
+            raise ValueError(f'realtime_cpu_affinity: expected distinct CPU numbers >= 0 '
+                             f'such as 1 or 0,1, got {cpu_affinity!r}')
+        parameters['realtime.cpu_affinity'] = cpus
+    if str(lock_memory).strip():
+        try:
+            parameters['realtime.lock_memory'] = launch_flag(lock_memory)
+        except ValueError:
+            raise ValueError(f'realtime_lock_memory: expected true or false, got '
+                             f'{lock_memory!r}') from None
+    return parameters

@@ -10,7 +10,7 @@ Parameters (plant_simulator, read-only):
 
 import numpy as np
 
-from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
 
 __all__ = ['MeasurementNoise', 'declare_measurement_noise']
 

@@ -17,11 +17,13 @@ import math
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 
 from robot_dynamics import dynamics
-from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare, robot_block
+from robot_dynamics.nodes.common.ros_params import (
+    as_float, ConfigurationError, declare, robot_block)
 
 OK, WARN, ERROR = 0, 1, 2
 LEVEL_NAMES = ('OK', 'WARN', 'ERROR')
@@ -210,9 +212,13 @@ class Diagnostics:
                                 values=[KeyValue(key=k, value=str(v))
                                         for k, v in report.values])
 
+    def stamp(self):
+        """The header stamp: the node's clock (simulated time with use_sim_time)."""
+        return self._node.get_clock().now().to_msg()
+
     def publish(self):
         msg = DiagnosticArray(status=[self.status()])
-        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.header.stamp = self.stamp()
         self._publisher.publish(msg)
 
 
@@ -222,7 +228,8 @@ def joint_list(joints):
 
 class ControllerDiagnostics(Diagnostics):
     """The controller's status: its loop, the state watchdog (state_timeout), the joints
-    clipped to effort_limits, the trajectory status. A managed controller that is not
+    outside their position limits (and by how much), the joints clipped to effort_limits,
+    the trajectory status. A managed controller that is not
     active reports OK with its lifecycle state."""
 
     def __init__(self, node):
@@ -249,6 +256,11 @@ class ControllerDiagnostics(Diagnostics):
         if self.paced:
             report.add('late cycles', self.paced)
         report.add('watchdog', self._watchdog(report))
+        if node._ready:
+            outside = node.sampler.describe_outside(node._q)
+            report.add('outside position limits', outside or 'none')
+            if outside:
+                report.flag(WARN, f'outside the position limits: {outside}')
         saturated = node._saturated_cycles - self._saturated_cycles
         self._saturated_cycles = node._saturated_cycles
         report.add('saturated joints', joint_list(sorted(self.saturated_joints)))
@@ -285,11 +297,18 @@ class ControllerDiagnostics(Diagnostics):
 class PlantDiagnostics(Diagnostics):
     """The plant's status: its ticks (late and dropped ones from the plant's own
     counters), the real-time factor, the command watchdog (command_timeout), the joints
-    clipped to robot.effort_max, a diverged integration."""
+    clipped to robot.effort_max, the brakes, the joints at a mechanical stop (and the
+    stops' efforts), joints beyond robot.velocity_max, a diverged integration."""
 
     def __init__(self, node):
         self._counters = self._read(node)
         super().__init__(node, 'simulation loop', self._describe_plant, 0.0)
+
+    def stamp(self):
+        """The plant's own time, as on its /joint_states: with publish_clock the simulated
+        time it publishes on /clock (the other nodes' clock under use_sim_time), so all
+        of one simulation's /diagnostics share one clock; else the node clock."""
+        return self._node._stamp()
 
     @staticmethod
     def _read(node):
@@ -331,11 +350,65 @@ class PlantDiagnostics(Diagnostics):
         if clipped:
             report.flag(WARN, f'command clipped to robot.effort_max on {joint_list(joints)} '
                               f'in {clipped} ticks')
+        report.add('brakes', self._brakes(node))
+        self._stops(report, node)
+        self._velocity(report, node)
         if node.stopped:
             report.flag(ERROR, 'state diverged: integration stopped')
             report.add('integration', 'stopped (diverged)')
             return 'stopped'
         return f'simulating at {window["rate"]:.1f} Hz'
+
+    @staticmethod
+    def _brakes(node):
+        if not node.brakes:
+            return 'none (brakes false)'
+        if not node.braked:
+            return 'released'
+        if not math.isfinite(node._command_time):
+            return 'engaged (until the first effort command)'
+        return 'engaged (no effort command within command_timeout)'
+
+    def _stops(self, report, node):
+        """Which joints rest against a stop now (how far beyond, the stop's effort) and the
+        largest stop effort per joint since the last report."""
+        stops = node._stops
+        if stops is None:
+            report.add('joint stops', 'off (joint_stops false)')
+            return
+        if not stops.any:
+            report.add('joint stops', 'none (no finite robot.position_min/max)')
+            return
+        beyond = stops.outside(node.q)
+        at_stop = [i for i in range(node.model.n) if beyond[i] != 0.0
+                   or node.stop_effort[i] != 0.0]
+        text = ', '.join(f'{node.joints[i]} ({"upper" if beyond[i] > 0.0 else "lower"}, '
+                         f'{abs(beyond[i]):.3g} beyond, effort {node.stop_effort[i]:.4g})'
+                         for i in at_stop)
+        report.add('at a stop', text or 'none')
+        peak = node.stop_peak
+        node.stop_peak = np.zeros(node.model.n)
+        report.add('stop effort max', ', '.join(
+            f'{node.joints[i]} {peak[i]:.4g}' for i in np.flatnonzero(peak)) or 'none')
+        if at_stop:
+            report.flag(WARN, f'at a mechanical stop: {text}')
+        elif peak.any():
+            report.flag(WARN, 'hit a mechanical stop: ' + ', '.join(
+                f'{node.joints[i]} (effort up to {peak[i]:.4g})' for i in np.flatnonzero(peak)))
+
+    @staticmethod
+    def _velocity(report, node):
+        """Joints that exceeded robot.velocity_max since the last report."""
+        peak = node.velocity_peak
+        if not np.isfinite(node.model.velocity_max).any():
+            return
+        node.velocity_peak = np.zeros(node.model.n)
+        fast = np.flatnonzero(peak)
+        text = ', '.join(f'{node.joints[i]} (|qd| up to {peak[i]:.4g} > '
+                         f'{node.model.velocity_max[i]:g})' for i in fast)
+        report.add('beyond velocity_max', text or 'none')
+        if fast.size:
+            report.flag(WARN, f'beyond robot.velocity_max: {text}')
 
     def _watchdog(self, report):
         node = self._node
@@ -346,6 +419,7 @@ class PlantDiagnostics(Diagnostics):
         age = node._plant_time() - node._command_time
         if age > node.command_timeout:
             report.flag(ERROR, f'no effort command for {age:.3f} s > command_timeout '
-                               f'{node.command_timeout:g} s: zero effort applied')
+                               f'{node.command_timeout:g} s: '
+                        + ('brakes engaged' if node.brakes else 'zero effort applied'))
             return f'tripped (no command within {node.command_timeout:g} s)'
         return f'ok (command_timeout {node.command_timeout:g} s)'

@@ -6,7 +6,7 @@ mapping itself is robot_dynamics/speed_scaling.py; doc/trajectories.md, "Speed s
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
 from robot_dynamics.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
 
 try:

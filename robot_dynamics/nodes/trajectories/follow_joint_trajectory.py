@@ -23,8 +23,8 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from robot_dynamics.nodes import query_state
-from robot_dynamics.nodes.ros_params import as_float, ConfigurationError, declare, seconds
+from robot_dynamics.nodes.trajectories import query_state
+from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare, seconds
 from robot_dynamics.trajectory import InvalidJoints, TrajectoryCommand, TrajectoryRejected
 from robot_dynamics.trajectory_goal import (INVALID_GOAL, joint_tolerances, rejection_code,
                                             resolve_tolerance, SUCCESSFUL,

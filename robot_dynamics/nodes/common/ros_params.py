@@ -38,7 +38,8 @@ ROBOT_PARAMETERS = (
     ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),
     ('effort_max', 'per joint effort limit [N m | N]; efforts are clipped to +-effort_max'),
     ('payload.mass', 'payload on the last link [kg]'),
-    ('payload.com', 'payload centre of mass in the last link frame [m]'),
+    ('payload.com', 'payload centre of mass in the last link frame (DH: the last DH frame; '
+                    'URDF: the tip_link frame) [m]'),
     ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
                         '[kg m^2]'),
     ('accept_nonphysical_inertia', 'true: the inertias are known to be non-physical '
@@ -51,6 +52,10 @@ ROBOT_PARAMETERS = (
     ('tip_link', 'with source urdf: last link of the chain'),
 )
 
+
+# No payload unless one is given: robot.payload.* read back 0, not unset
+PAYLOAD_DEFAULTS = {'payload.mass': 0.0, 'payload.com': [0.0] * 3,
+                    'payload.inertia': [0.0] * 6}
 
 # YAML's null as rcl's parameter-file parser reads it (a string)
 YAML_NULLS = ('null', 'Null', 'NULL', '~')
@@ -152,8 +157,8 @@ def _declare_robot_block(node):
     for key, description in ROBOT_PARAMETERS:
         live = key.startswith('payload.')      # settable at runtime (the nodes rebuild)
         suffix = '; settable at runtime' if live else ''
-        declare(node, 'robot.' + key, None, description + suffix, read_only=not live,
-                minimum=0.0 if key == 'payload.mass' else None)
+        declare(node, 'robot.' + key, PAYLOAD_DEFAULTS.get(key), description + suffix,
+                read_only=not live, minimum=0.0 if key == 'payload.mass' else None)
     # Other robot.* keys of the parameter file are passed on too: RobotModel names the
     # unknown ones in its error (or reads them, if it knows more keys than listed here).
     overrides = getattr(node, '_parameter_overrides', {}) or {}
@@ -161,9 +166,13 @@ def _declare_robot_block(node):
         if name.startswith('robot.') and not node.has_parameter(name):
             declare(node, name, None, 'robot model parameter', read_only=True)
     block = robot_block(node)
-    if not block:
-        raise ConfigurationError('robot: no robot parameters given (pass a parameter file '
-                                 'with a "robot" block, e.g. --params-file puma560.yaml)')
+    if all(key in PAYLOAD_DEFAULTS for key in block):     # nothing but the payload defaults
+        raise ConfigurationError(
+            f'robot: no robot parameters given to {node.get_fully_qualified_name()} (pass a '
+            'parameter file with a "robot" block under "/**:" or '
+            f'"{node.get_fully_qualified_name()}:", e.g. --params-file '
+            'config/puma560.yaml in the repository, '
+            '<prefix>/share/robot_dynamics/config/puma560.yaml installed)')
     return block
 
 
@@ -263,7 +272,8 @@ class RobotDescriptionListener:
 
 def payload_model(model, changes):
     """`model` with the payload keys in `changes` (robot.payload.mass [kg], .com [m],
-    .inertia [kg m^2], last link frame) replaced; the others are kept. Cheap enough for a
+    .inertia [kg m^2], in the last DH frame or the URDF's tip_link frame) replaced; the
+    others are kept. Cheap enough for a
     parameter callback: the new model shares the compiled kernels of `model` (the last
     body's inertial parameters are runtime inputs of the generated code)."""
     payload = model.payload

@@ -30,7 +30,7 @@ import resource
 import threading
 from typing import NamedTuple
 
-from robot_dynamics.nodes.ros_params import ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare
 
 MAX_PRIORITY = 99            # Linux SCHED_FIFO priorities are 1..99
 MCL_CURRENT, MCL_FUTURE = 1, 2
@@ -207,7 +207,9 @@ def enter_loop(node):
     if options is None or not options.requested:
         return None
     threads = process_threads()
+    affinity = os.sched_getaffinity(0)
     report = apply_to_threads(options, threads)
+    node._realtime_entered = (options, report, affinity)     # what leave_loop undoes
     logger = node.get_logger()
     if report.applied:
         logger.info(f'real-time: {", ".join(report.applied)} for the control loop thread '
@@ -216,3 +218,62 @@ def enter_loop(node):
     if report.refused:
         logger.warning(report.warning())
     return report
+
+
+def released(options, report):
+    """The options of `options` that `report` does not list as refused (nothing to undo
+    for those)."""
+    refused = {name for name, _ in report.refused}
+    return RealtimeOptions(
+        options.priority if 'priority' not in refused else 0,
+        options.cpu_affinity if 'cpu_affinity' not in refused else (),
+        options.lock_memory and 'lock_memory' not in refused)
+
+
+def release_threads(options, affinity, threads=(0,), set_scheduler=None, set_affinity=None,
+                    unlock_all=None):
+    """Undo `options` (as applied by `apply_to_threads`) on `threads`: normal scheduling
+    (SCHED_OTHER), the CPU set `affinity` the process had before, memory unlocked. Going
+    back needs no privilege; the descriptions of what was undone."""
+    set_scheduler = set_scheduler or os.sched_setscheduler
+    set_affinity = set_affinity or os.sched_setaffinity
+    unlock_all = unlock_all or _munlockall
+    undone = []
+    if options.priority:
+        _for_each(threads, lambda tid: set_scheduler(tid, os.SCHED_OTHER, os.sched_param(0)))
+        undone.append('normal scheduling')
+    if options.cpu_affinity:
+        _for_each(threads, lambda tid: set_affinity(tid, affinity))
+        undone.append(f'CPUs {sorted(affinity)}')
+    if options.lock_memory:
+        unlock_all()
+        undone.append('memory unlocked')
+    return tuple(undone)
+
+
+def _munlockall():
+    libc = ctypes.CDLL(ctypes.util.find_library('c') or None, use_errno=True)
+    if libc.munlockall() != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def leave_loop(node):
+    """Undo what `enter_loop` applied for `node` (a managed node cleaned up: unconfigured,
+    it runs at normal priority, on the CPUs it had, its memory unlocked), on every thread
+    of the process; one info line. The descriptions of what was undone (empty if nothing
+    had been applied)."""
+    entered = getattr(node, '_realtime_entered', None)
+    node._realtime_entered = None
+    if entered is None:
+        return ()
+    options, report, affinity = entered
+    try:
+        undone = release_threads(released(options, report), affinity, process_threads())
+    except OSError as error:
+        node.get_logger().warning(f'real-time options not released: {error}')
+        return ()
+    if undone:
+        node.get_logger().info(f'real-time options released: {", ".join(undone)} for all '
+                               "the process's threads")
+    return undone

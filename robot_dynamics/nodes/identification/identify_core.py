@@ -1,0 +1,53 @@
+"""What `identify estimate` asks of robot_dynamics.arm_identification, in its own words:
+the estimate of a list of gap-free recordings, the validation errors of a model, and the
+parameter-file keys of the identified model."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from robot_dynamics import arm_identification
+
+
+class Estimate(NamedTuple):
+    model: object          # the identified RobotModel
+    samples: int           # samples used (after filtering and decimation)
+    raw_samples: int       # samples read
+    condition: float       # condition number of the weighted base regressor
+    not_excited: list      # what the data do not determine ([] when all is identified)
+    fixed: str             # how the directions the data cannot determine were fixed
+    consistency: list      # physical-consistency issues of the estimate ([] expected)
+    timing: dict           # seconds per stage
+
+
+class Errors(NamedTuple):
+    rms: np.ndarray        # per joint RMS effort error [N m | N]
+    relative: np.ndarray   # per joint RMS error / RMS measured effort
+
+
+def _columns(pieces):
+    return tuple(list(column) for column in zip(*pieces))
+
+
+def identify(prior, pieces, effort_timing='instant'):
+    """Estimate from [(t, q, qd, tau)] gap-free recordings; ValueError for data that
+    cannot be used (e.g. too short to filter)."""
+    t, q, qd, tau = _columns(pieces)
+    result = arm_identification.identify_arm(prior, t, q, qd, tau,
+                                             effort_timing=effort_timing)
+    return Estimate(result.model, int(result.samples), int(result.raw_samples),
+                    float(result.condition_number), list(result.not_excited),
+                    str(result.fixed), list(result.consistency), dict(result.timing))
+
+
+def errors(model, pieces, effort_timing='instant'):
+    """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)]."""
+    t, q, qd, tau = _columns(pieces)
+    rms, relative = arm_identification.validation_errors(model, t, q, qd, tau,
+                                                         effort_timing=effort_timing)
+    return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
+
+
+def overrides(model):
+    """The robot keys of the parameter file (nested dict)."""
+    return arm_identification.robot_params_overrides(model)

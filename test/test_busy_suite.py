@@ -1,0 +1,76 @@
+"""`tools/dev.py test --busy --repeat N`: the suite (here a small stand-in file) run N times
+in a row with one busy loop pinned to each CPU meanwhile, each run's wall time reported,
+the loops gone afterwards."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The stand-in suite: passes only while a busy loop runs pinned to every CPU.
+PROBE = '''
+import os
+
+
+def busy_loops():
+    """pid -> its CPUs, for the dev.py busy loops running now."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as stream:
+                command = stream.read().split(b'\\0')
+            cpus = os.sched_getaffinity(int(pid))
+        except OSError:
+            continue
+        if any(b'while True' in part for part in command) and b'-c' in command:
+            found[int(pid)] = cpus
+    return found
+
+
+def test_every_cpu_has_its_busy_loop():
+    loops = busy_loops()
+    pinned = sorted(next(iter(cpus)) for cpus in loops.values() if len(cpus) == 1)
+    assert pinned == sorted(os.sched_getaffinity(0)), loops
+    with open(os.path.join(os.path.dirname(__file__), 'pids.txt'), 'a') as stream:
+        stream.write(' '.join(map(str, loops)) + '\\n')
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_getaffinity'), reason='Linux CPU affinity')
+def test_dev_py_runs_the_suite_repeatedly_under_a_busy_loop_per_cpu(tmp_path):
+    probe = tmp_path / 'test_probe.py'
+    probe.write_text(PROBE)
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'tools', 'dev.py'), '--python', sys.executable,
+         'test', '--busy', '--repeat', '2', '--', str(probe), '-q', '-p', 'no:cacheprovider',
+         '--rootdir', str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    cpus = sorted(os.sched_getaffinity(0))
+    assert f'{len(cpus)} busy loops pinned to CPUs {cpus}' in out
+    runs = [line for line in out.splitlines() if line.startswith('dev.py test run ')]
+    assert len(runs) == 2, out
+    for k, line in enumerate(runs, 1):
+        assert line.startswith(f'dev.py test run {k}/2 (busy loops on every CPU): exit 0, '
+                               'wall time '), line
+    pids = (tmp_path / 'pids.txt').read_text().split()
+    assert len(pids) == 2 * len(cpus)            # the same loops seen by both runs
+    for pid in pids:                             # and gone afterwards
+        assert not os.path.exists(f'/proc/{pid}'), pid
+
+
+def test_a_failing_run_stops_the_repetition(tmp_path):
+    probe = tmp_path / 'test_fails.py'
+    probe.write_text('def test_fails():\n    assert False\n')
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'tools', 'dev.py'), '--python', sys.executable,
+         'test', '--repeat', '3', '--', str(probe), '-q', '-p', 'no:cacheprovider',
+         '--rootdir', str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    runs = [line for line in result.stdout.splitlines() if line.startswith('dev.py test run ')]
+    assert result.returncode != 0
+    assert len(runs) == 1 and runs[0].startswith('dev.py test run 1/3: exit 1'), result.stdout

@@ -1,0 +1,235 @@
+"""The `identify` executable's command line: bad arguments and bad input end with their exit
+status and one line that says why, before anything is written; the prior model is the
+robot's parameter files layered as ROS layers them; the file it writes is one rcl reads."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip('rosbags')
+
+from robot_dynamics.joint_state_bag import JointStateBagWriter, write_joint_states  # noqa: E402
+from robot_dynamics.model import RobotModel  # noqa: E402
+from robot_dynamics.nodes.identify import (layered_parameters, main,  # noqa: E402
+                                           parameter_file_text, parse_arguments, prior_model,
+                                           yaml_value)
+from robot_dynamics.nodes.common.params_file import check_params_file  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
+SIM = os.path.join(REPO, 'config', 'sim.yaml')
+UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
+JOINTS = tuple(f'joint_{i}' for i in range(1, 7))
+GUARD = 120.0          # s: a hang guard for the subprocesses, not a timing assertion
+
+
+def states(count=50):
+    t = 10.0 + np.arange(count) * 0.01
+    q = 0.1 * np.sin(t[:, None] + np.arange(6))
+    return t, q, np.cos(t[:, None] + np.arange(6)), 5.0 * q
+
+
+def run_estimate(capsys, *arguments):
+    code = main(['identify', 'estimate', *arguments])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize('make, message', [
+    ('missing', 'no such folder'),
+    ('no_joint_state', 'no sensor_msgs/msg/JointState topic'),
+    ('joints_missing', "joints missing on /joint_states: ['joint_6']"),
+    ('no_effort', 'have no effort'),
+])
+def test_estimate_refuses_a_bad_recording_with_status_2_and_one_line(tmp_path, capsys, make,
+                                                                    message):
+    bag = tmp_path / 'bag'
+    t, q, qd, tau = states()
+    if make == 'no_joint_state':
+        from rosbags.rosbag2 import Writer
+        with Writer(bag, version=8) as writer:
+            from rosbags.typesys import get_typestore, Stores
+            writer.add_connection('/rosout', 'rcl_interfaces/msg/Log',
+                                  typestore=get_typestore(Stores.ROS2_JAZZY))
+    elif make == 'joints_missing':
+        write_joint_states(bag, JOINTS[:5], t, q[:, :5], qd[:, :5], tau[:, :5])
+    elif make == 'no_effort':
+        with JointStateBagWriter(bag) as writer:
+            for k in range(len(t)):
+                writer.write(t[k], JOINTS, q[k], qd[k])
+    output = tmp_path / 'out.yaml'
+    code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(bag),
+                                  '--output', str(output))
+    assert code == 2
+    assert err.count('\n') == 1 and err.startswith('identify estimate: bag ') and message in err
+    assert not output.exists()
+
+
+def test_estimate_refuses_a_bad_validation_recording_too(tmp_path, capsys):
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--validate', str(tmp_path / 'nowhere'), '--output',
+                                str(tmp_path / 'out.yaml'))
+    assert code == 2 and 'nowhere: no such folder' in err
+
+
+@pytest.mark.parametrize('content, message', [
+    (None, 'no such file'),
+    ('/**:\n  ros__parameters:\n    joints: [a]\n', 'no robot block'),
+    ('/**:\n  ros__parameters:\n    robot:\n      dh_convention: standard\n',
+     'robot.joint_types: missing'),
+    ('robot: {mass: [1, 2.0]}\n', 'ros__parameters'),
+])
+def test_estimate_refuses_a_bad_parameter_file_with_status_2(tmp_path, capsys, content,
+                                                            message):
+    params = tmp_path / 'robot.yaml'
+    if content is not None:
+        params.write_text(content)
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    code, _, err = run_estimate(capsys, '--params-file', str(params), '--bag',
+                                str(tmp_path / 'bag'), '--output', str(tmp_path / 'out.yaml'))
+    assert code == 2 and err.count('\n') == 1 and message in err, err
+
+
+@pytest.mark.parametrize('arguments, message', [
+    (['estimate', '--bag', 'b', '--output', 'o'], '--params-file'),
+    (['estimate', '--params-file', 'p', '--output', 'o'], '--bag'),
+    (['estimate', '--params-file', 'p', '--bag', 'b'], '--output'),
+    (['excite'], '--record'),
+    (['excite', '--record', 'r', '--duration', '0'], '--duration'),
+    (['excite', '--record', 'r', '--timeout', 'nan'], '--timeout'),
+    ([], 'excite,estimate'),
+])
+def test_bad_arguments_exit_with_status_2_naming_the_option(arguments, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        parse_arguments(arguments)
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_excite_refuses_an_existing_record_folder(tmp_path, capsys):
+    assert main(['identify', 'excite', '--record', str(tmp_path)]) == 2
+    assert 'exists already' in capsys.readouterr().err
+
+
+def test_the_prior_is_the_parameter_files_layered_as_ros_does(tmp_path):
+    """A later file overrides key by key; a node section after /**; the controller's
+    widened limits of sim.yaml are in its section."""
+    later = tmp_path / 'later.yaml'
+    later.write_text('/**:\n  ros__parameters:\n    robot:\n      mass: [0.0, 20.0, 4.8, '
+                     '0.82, 0.34, 0.09]\n')
+    robot, others = layered_parameters([PUMA, SIM, str(later)], 'computed_torque_controller')
+    assert robot['mass'][1] == 20.0 and robot['a'][1] == 0.4318
+    assert robot['position_max'][0] == pytest.approx(2 * np.pi)
+    assert others['joints'] == list(JOINTS) and others['control_mode'] == 'on_state'
+    model, joints, _ = prior_model([PUMA, str(later)])
+    assert joints == JOINTS and model.mass[1] == 20.0
+
+
+def test_a_urdf_prior_reads_its_file_relative_to_the_parameter_file(tmp_path):
+    (tmp_path / 'arm.urdf').write_text(open(UR5, encoding='utf-8').read())
+    params = tmp_path / 'ur5.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    robot:\n      source: urdf\n'
+                      '      urdf_file: arm.urdf\n      tip_link: tool0\n')
+    model, joints, _ = prior_model([str(params)])
+    assert model.source == 'urdf' and model.n == 6 and joints == tuple(model.joint_names)
+
+
+def test_the_written_file_is_read_by_rcl_rules_and_overrides_the_robot_file(tmp_path):
+    """Lists of floats only (also where a value is a whole number), tiny values with a
+    point in the mantissa (PyYAML would read 4e-05 as a string); the merged model has the
+    written values."""
+    model = RobotModel.from_yaml(PUMA)
+    robot = {'mass': [1.0, 17, 4.8, 0.82, 0.34, 0.09], 'armature': [4e-05] * 6,
+             'coulomb_friction': [0, 0, 0, 0, 0, 1e-20]}
+    path = tmp_path / 'out.yaml'
+    path.write_text(parameter_file_text(robot, ['a comment']))
+    check_params_file(str(path))
+    document = yaml.safe_load(path.read_text())
+    written = document['/**']['ros__parameters']['robot']
+    assert written['armature'] == [4e-05] * 6 and written['mass'][1] == 17.0
+    assert all(isinstance(v, float) for v in written['coulomb_friction'])
+    merged, _ = prior_model([PUMA, str(path)])[:2]
+    assert merged.mass[0] == 1.0 and merged.armature[2] == 4e-05
+    np.testing.assert_array_equal(merged.com, model.com)
+
+
+@pytest.mark.parametrize('value, text', [(4e-05, '4.0e-05'), (2.0, '2.0'), (17, '17'),
+                                         (1e+20, '1.0e+20'), (-0.5, '-0.5'), (True, 'true')])
+def test_yaml_values_keep_their_type(value, text):
+    assert yaml_value(value) == text
+
+
+def launch(*arguments):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    return subprocess.run([sys.executable, '-m', 'robot_dynamics.nodes.identify', *arguments],
+                          env=env, capture_output=True, text=True, timeout=GUARD)
+
+
+def test_excite_without_a_controller_exits_1_and_says_why(tmp_path):
+    record = tmp_path / 'bag'
+    done = launch('excite', '--timeout', '1.0', '--controller', '/nobody_here', '--record',
+                  str(record))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'no robot model from /nobody_here' in done.stderr
+    assert not record.exists()
+
+
+def test_python_m_prints_the_usage():
+    done = launch('--help')
+    assert done.returncode == 0 and 'excite' in done.stdout and 'estimate' in done.stdout
+
+
+def test_without_rosbags_the_line_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import sys as system
+    for name in ('rosbags.highlevel', 'rosbags.rosbag2', 'rosbags.typesys'):
+        monkeypatch.setitem(system.modules, name, None)       # import fails
+    (tmp_path / 'bag').mkdir()
+    (tmp_path / 'bag' / 'metadata.yaml').write_text('{}')
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 2 and err.count('\n') == 1 and 'pip install rosbags' in err
+
+
+def test_a_failing_solver_ends_with_status_1_and_one_line(tmp_path, capsys, monkeypatch):
+    from robot_dynamics.nodes.identification import identify_core
+
+    def failing(*args, **kwargs):
+        raise RuntimeError('the semidefinite program ended infeasible\nmore detail')
+    monkeypatch.setattr(identify_core.arm_identification, 'identify_arm', failing)
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 1 and err.count('\n') == 1
+    assert 'the estimation failed: RuntimeError: the semidefinite program ended' in err
+    assert not (tmp_path / 'out.yaml').exists()
+
+
+def test_estimate_reads_bags_and_the_prior_without_ros(tmp_path):
+    """A fresh interpreter in which rclpy and the ROS messages cannot be imported runs
+    `identify estimate` as far as the data (a bad recording: no motion)."""
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    code = ('import sys\n'
+            'class Block:\n'
+            '    def find_spec(self, name, path=None, target=None):\n'
+            "        if name.split('.')[0] in ('rclpy', 'sensor_msgs', 'rcl_interfaces'):\n"
+            "            raise ImportError('no ROS here: ' + name)\n"
+            'sys.meta_path.insert(0, Block())\n'
+            'from robot_dynamics.nodes.identify import main\n'
+            "sys.exit(main(['identify', 'estimate', '--params-file', sys.argv[1], '--bag', "
+            "sys.argv[2], '--output', sys.argv[3]]))\n")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    done = subprocess.run([sys.executable, '-W', 'ignore', '-c', code, PUMA,
+                           str(tmp_path / 'bag'), str(tmp_path / 'out.yaml')], env=env,
+                          capture_output=True, text=True, timeout=GUARD)
+    assert 'no ROS here' not in done.stderr, done.stderr
+    assert '50 samples of 6 joints' in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 2 and 'long enough' in done.stderr     # 0.5 s: too short
