@@ -1,6 +1,7 @@
 """Helpers of the benchmarks that decide what a row means: the busy processes of the loaded
 runs (one per CPU, pinned, normal priority, ending by themselves) and the per-link growth
-of the dynamics cost (1 for a cost linear in n, whatever the fixed part)."""
+of the dynamics cost (1 for a cost linear in n, whatever the fixed part), and how a row
+that misses its target reads (FAIL, or 'aspiration: not met')."""
 
 import os
 import sys
@@ -38,3 +39,15 @@ def test_per_link_growth_is_one_for_a_linear_cost_with_a_fixed_part():
     assert run.per_link_growth(linear, (6, 12), (50, 100)) == pytest.approx(1.0)
     quadratic = {n: 1.0e-6 * n * n for n in (6, 50, 100)}
     assert run.per_link_growth(quadratic, (6, 50), (50, 100)) == pytest.approx(150 / 56)
+
+
+def test_a_missed_aspiration_is_marked_as_such_and_a_missed_promise_fails():
+    table = run.Table()
+    table.add('promise', 3.0, 1.0, 2.0)
+    table.add('aspiration missed', 3.0, 1.0, 2.0, aspiration=True)
+    table.add('aspiration met', 1.0, 1.0, 2.0, aspiration=True)
+    table.add('numba missed', 1.0, 1.0, 2.0, accelerated=0.9, target_accelerated=0.5,
+              aspiration=True)
+    assert [row[-1] for row in table.rows] == [
+        'FAIL', 'aspiration: not met', 'aspiration: met', 'aspiration: not met']
+    assert table.markdown().count('FAIL') == 1

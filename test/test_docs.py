@@ -1,7 +1,8 @@
 """The documentation holds together: every relative link in README.md, doc/*.md and
 examples/README.md points to an existing file (and an existing heading), every doc page is
 reachable from the README, the README's quick-start commands and Python example work as
-written, and no file in the repository points to notes that are not in it."""
+written, its figure is on the first screen with the command that draws it, and no file
+in the repository points to notes that are not in it."""
 
 import os
 import re
@@ -143,6 +144,41 @@ def test_readme_keeps_the_two_quick_start_commands_that_ci_runs():
     assert 'python3 tools/dev.py sim --duration 5' in readme
     assert '\npython3 tools/dev.py test ' in readme
     assert 'python3 tools/dev.py test\n' in read(os.path.join('.ci', 'run'))
+
+
+def readme_figure_command():
+    """The command the README names for its figure, as one line of words."""
+    readme = read('README.md')
+    commands = [' '.join(c.split()) for c in re.findall(r'`([^`]+)`', readme)
+                if FIGURE in c]
+    assert len(commands) == 1, commands
+    return commands[0].split()
+
+
+FIGURE = 'doc/figures/demo_tracking.png'
+
+
+def png_size(data):
+    """(width, height) of a PNG image from its header; fails on anything else."""
+    assert data[:8] == b'\x89PNG\r\n\x1a\n'
+    return int.from_bytes(data[16:20], 'big'), int.from_bytes(data[20:24], 'big')
+
+
+def test_readme_shows_the_demo_figure_before_its_first_section():
+    readme = read('README.md')
+    image = re.search(r'!\[[^\]]+\]\(' + re.escape(FIGURE) + r'\)', readme)
+    assert image, f'README.md does not show {FIGURE}'
+    assert image.start() < readme.index('\n## ')            # the first screen
+    width, height = png_size(open(os.path.join(ROOT, FIGURE), 'rb').read())
+    assert 800 <= width <= 1400 and height < width / 2     # one wide row: GitHub's width
+
+
+def test_readme_names_the_command_that_draws_its_figure():
+    words = readme_figure_command()
+    assert words[:3] == ['python3', 'tools/dev.py', 'sim']
+    assert words[words.index('--plot') + 1] == FIGURE and '--' in words
+    assert words[words.index('--plot-layout') + 1] == 'overview'
+    assert '--duration' in words[:words.index('--')]    # it ends by itself
 
 
 def test_readme_python_example_runs_as_written():

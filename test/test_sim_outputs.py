@@ -16,6 +16,7 @@ from robot_dynamics import dynamics
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes import sim
 from ros_testing import PUMA, REPO, RosHarness
+from test_docs import FIGURE, png_size, readme_figure_command
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]    # config/puma560.yaml
@@ -180,6 +181,42 @@ def test_plot_carries_the_title_and_a_rad_label_on_every_axis_of_a_revolute_arm(
     assert [axis.get_title() for axis in figure.axes[:2]] == [
         'position: reference and measured [rad]', 'tracking error q_ref - q [rad]']
     assert (tmp_path / 'p.png').stat().st_size > 0
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason='matplotlib is not installed')
+def test_overview_plot_has_two_panels_with_units_and_errors_in_thousandths(tmp_path):
+    t = np.linspace(0.0, 1.0, 11)
+    q = np.zeros((11, 3))
+    error = np.full((11, 3), 2e-3)
+    figure = sim.write_overview_plot(tmp_path / 'o.png', ['j1', 'j2', 'j3'], t, q, q, error,
+                                     title='arm.yaml: move', units=['rad'] * 3)
+    position, tracking = figure.axes
+    assert figure.get_suptitle() == 'arm.yaml: move'
+    assert position.get_ylabel() == 'joint position [rad]'
+    assert tracking.get_ylabel() == 'tracking error q_ref − q [mrad]'
+    assert [a.get_xlabel() for a in figure.axes] == ['time [s]'] * 2
+    assert [line.get_label() for line in tracking.get_legend().get_lines()] == ['j1', 'j2', 'j3']
+    drawn = [line.get_ydata() for line in tracking.get_lines() if line.get_label() == 'j2']
+    np.testing.assert_allclose(drawn[0], 2.0)             # 2e-3 rad drawn as 2 mrad
+    prismatic = sim.write_overview_plot(tmp_path / 'p.png', ['j1', 'j2'], t, q[:, :2],
+                                        q[:, :2], error[:, :2], units=['m', 'm'])
+    assert prismatic.axes[1].get_ylabel().endswith('[mm]')
+    assert prismatic.axes[0].get_ylabel() == 'joint position [m]'
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason='matplotlib is not installed')
+def test_the_readme_figure_command_draws_a_wide_png_of_the_run(tmp_path):
+    """The README's figure command as written, through dev.py with this interpreter, from a
+    directory of its own: it writes the figure where the command says."""
+    words = readme_figure_command()
+    (tmp_path / os.path.dirname(FIGURE)).mkdir(parents=True)
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, words[1]), '--python', sys.executable,
+         *words[2:]], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert 'simulated 3.000 s' in result.stdout
+    width, height = png_size((tmp_path / FIGURE).read_bytes())
+    assert width > 2 * height > 0                          # the overview: one wide row
 
 
 def test_sim_passes_the_robot_the_move_and_rad_units_to_its_plot(tmp_path, monkeypatch):

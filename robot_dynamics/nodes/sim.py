@@ -18,7 +18,8 @@ that no node has is named in a warning.
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
-measured position and the tracking error per joint (needs matplotlib: the `plot` extra).
+measured position and the tracking error per joint (needs matplotlib: the `plot` extra);
+--plot-layout overview draws all joints in two panels instead (the README's figure).
 """
 
 import argparse
@@ -56,6 +57,7 @@ MOVE_POINTS = 20         # trajectory points (exact q, q̇, q̈ of the profile a
 RECORDED_TOPICS = ('feedback', 'reference', 'error', 'output')    # q, q_ref, error, effort
 RECORD_DEPTH = 1000
 CSV_QUANTITIES = ('q', 'q_ref', 'error', 'effort')
+PLOT_LAYOUTS = ('joints', 'overview')
 
 
 def config_path(name):
@@ -221,6 +223,9 @@ def parse_args(argv):
     parser.add_argument('--plot', metavar='PATH', default=None,
                         help='draw reference vs measured position and the tracking error per '
                         'joint into an image (PNG, SVG, PDF by extension; needs matplotlib)')
+    parser.add_argument('--plot-layout', choices=PLOT_LAYOUTS, default='joints',
+                        help='joints: a row of two plots per joint (default); overview: all '
+                        'joints in two panels, positions and tracking errors')
     parser.add_argument('ros_args', nargs=argparse.REMAINDER,
                         help='--ros-args ... passed to rclpy (-p values win over the '
                         'parameter files)')
@@ -407,6 +412,42 @@ def write_plot(path, names, t, q, q_ref, error, title=None, units=None):
     return figure
 
 
+def write_overview_plot(path, names, t, q, q_ref, error, title=None, units=None):
+    """All joints in two panels: reference (thick, light) and measured (thin) position
+    (left), tracking error q_ref - q in thousandths of the joint's unit, mrad or mm
+    (right); one colour per joint. `title`, `units` as for `write_plot`. Sized to be read
+    at a web page's width (1000 px). Returns the matplotlib Figure."""
+    from matplotlib.lines import Line2D
+    n = len(names)
+    units = list(units) if units else ['rad | m'] * n
+    common = units[0] if len(set(units)) == 1 else 'rad | m'
+    milli = {'rad': 'mrad', 'm': 'mm'}.get(common, 'mrad | mm')
+    figure = matplotlib_figure()(figsize=(10.0, 4.0), layout='constrained')
+    position, tracking = figure.subplots(1, 2, sharex=True)
+    colours = [f'C{i % 10}' for i in range(n)]
+    for i, name in enumerate(names):
+        position.plot(t, q_ref[:, i], color=colours[i], alpha=0.3, linewidth=5.0)
+        position.plot(t, q[:, i], color=colours[i], linewidth=1.3)
+        tracking.plot(t, 1e3 * error[:, i], color=colours[i], linewidth=1.3, label=name)
+    tracking.axhline(0.0, color='0.7', linewidth=0.8)
+    position.set_ylabel(f'joint position [{common}]')
+    tracking.set_ylabel(f'tracking error q_ref − q [{milli}]')
+    position.set_title('reference and measured position')
+    tracking.set_title('tracking error')
+    for axis in (position, tracking):
+        axis.set_xlabel('time [s]')
+        axis.grid(True, color='0.92')
+    position.legend(handles=[Line2D([], [], color='0.5', alpha=0.4, linewidth=5.0),
+                             Line2D([], [], color='0.2', linewidth=1.3)],
+                    labels=['reference', 'measured'], loc='best', fontsize='medium')
+    tracking.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='medium',
+                    frameon=False)
+    if title:
+        figure.suptitle(title)
+    figure.savefig(path, dpi=100)
+    return figure
+
+
 def output_problem(path, plot=False):
     """Why `path` cannot be written (None if it can): checked before the run."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -439,7 +480,9 @@ def write_outputs(args, summary, plant=None):
         model = getattr(plant, 'model', None)
         title, units = plot_description(args.params_file or config_path('puma560.yaml'),
                                         model.joint_types if model else None, summary.move)
-        write_plot(args.plot, summary.names, t, q, q_ref, error, title, units)
+        draw = write_overview_plot if getattr(args, 'plot_layout', 'joints') == 'overview' \
+            else write_plot
+        draw(args.plot, summary.names, t, q, q_ref, error, title, units)
         print(f'wrote {args.plot}')
     return True
 
