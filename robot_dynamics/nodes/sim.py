@@ -417,7 +417,6 @@ def write_overview_plot(path, names, t, q, q_ref, error, title=None, units=None)
     (left), tracking error q_ref - q in thousandths of the joint's unit, mrad or mm
     (right); one colour per joint. `title`, `units` as for `write_plot`. Sized to be read
     at a web page's width (1000 px). Returns the matplotlib Figure."""
-    from matplotlib.lines import Line2D
     n = len(names)
     units = list(units) if units else ['rad | m'] * n
     common = units[0] if len(set(units)) == 1 else 'rad | m'
@@ -437,8 +436,10 @@ def write_overview_plot(path, names, t, q, q_ref, error, title=None, units=None)
     for axis in (position, tracking):
         axis.set_xlabel('time [s]')
         axis.grid(True, color='0.92')
-    position.legend(handles=[Line2D([], [], color='0.5', alpha=0.4, linewidth=5.0),
-                             Line2D([], [], color='0.2', linewidth=1.3)],
+    # legend proxies: empty lines drawn in the reference's and the measurement's styles
+    proxies = (position.plot([], [], color='0.5', alpha=0.4, linewidth=5.0)
+               + position.plot([], [], color='0.2', linewidth=1.3))
+    position.legend(handles=proxies,
                     labels=['reference', 'measured'], loc='best', fontsize='medium')
     tracking.legend(loc='center left', bbox_to_anchor=(1.01, 0.5), fontsize='medium',
                     frameon=False)
