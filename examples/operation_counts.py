@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Operation counts and timing of one inverse-dynamics / control-law evaluation, against
-the seeds' tables.
+the papers' tables.
 
 Counts: the arithmetic in the straight-line Newton–Euler that robot_dynamics.codegen
 generates for a model (`codegen.operation_counts(codegen.source(model, 'rnea'))`), for the
@@ -8,7 +8,7 @@ PUMA 560 and [SAS] presets and for generic n-link chains (no zero or unit DH con
 full inertia tensors), against [TML] Tables 1 and 3–4, [LEE] Tables 1–2 and [ANG]
 eq. (7.43) and Tables 7.3–7.4 (references: doc/references.md). The controller
 count adds the servo acceleration q̈_d + Kv ė + Kp e (2n M, 4n A, as [LEE] Table 2 does).
-sin/cos calls are listed apart: the seeds do not count them.
+sin/cos calls are listed apart: the papers do not count them.
 
 Timing: one computed-torque law evaluation on the PUMA 560 (ComputedTorqueLaw.effort, the
 call the controller node makes) and one call of the generated scalar kernel, against
@@ -34,7 +34,7 @@ from robot_dynamics import codegen  # noqa: E402
 from robot_dynamics.control import ComputedTorqueLaw  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
-# Per-formulation (multiplications, additions) as functions of n, as printed by the seeds.
+# Per-formulation (multiplications, additions) as functions of n, as printed by the papers.
 SEED_FORMULAS = [
     ('[TML] Table 1', 'Lagrange', lambda n: (81 * n**3 / 6 + 165 * n**2 / 2 + 5 * n,
                                                 40 * n**3 / 3 + 58 * n**2 - 64 * n / 3)),

@@ -1,6 +1,6 @@
 """Reference rigid-body algorithms on a `Chain`, vectorised over a batch.
 
-Readable implementations that follow the seeds line by line; the public entry points with
+Readable implementations that follow the papers line by line; the public entry points with
 shape checks, friction and armature are in `robot_dynamics.dynamics`. Every array here has a
 leading batch axis B: joint vectors are (B, n), 3-vectors (B, 3), rotations (B, 3, 3).
 

@@ -4,7 +4,7 @@ The algorithms of `robot_dynamics.algorithms` are traced once per model on a sma
 expression graph whose leaves are the joint variables and the model's constants. The
 tracer folds every constant sub-expression and the exact zeros and ±1 of the chain's
 constant placements (DH placements are Rx(α)·Tx(a)), shares common sub-expressions and
-drops what no output needs. What remains is the "customised" Newton–Euler that the seeds'
+drops what no output needs. What remains is the "customised" Newton–Euler that the papers'
 operation counts lead to ([TML] §6: "terms representing insignificant torque
 contributions can be easily identified and … deleted"; [LEE] Table 2; [ANG] §7.4).
 
@@ -1293,7 +1293,7 @@ def _singular(*args):
 
 def operation_counts(text):
     """Arithmetic in generated source: {'mul', 'add', 'div', 'neg', 'call'}; `add` counts
-    additions and subtractions (as the seeds' tables do); `neg` counts negations of values
+    additions and subtractions (as the papers' tables do); `neg` counts negations of values
     (not negative literals such as ``(-0.15)``); `call` counts sin/cos/sign."""
     counts = dict.fromkeys(('mul', 'add', 'div', 'neg', 'call'), 0)
     for node in ast.walk(ast.parse(text)):

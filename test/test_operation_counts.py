@@ -1,5 +1,5 @@
 """Operation counts of the generated code (codegen.operation_counts walks its AST): the
-PUMA 560 inverse dynamics stays far below the seeds' general recursions ([TML] Table 1:
+PUMA 560 inverse dynamics stays far below the papers' general recursions ([TML] Table 1:
 108n − 12 = 636 multiplications at n = 6; [LEE] Table 2: 690; [ANG] (7.43): 800)."""
 
 import math
