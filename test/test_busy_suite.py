@@ -74,3 +74,34 @@ def test_a_failing_run_stops_the_repetition(tmp_path):
     runs = [line for line in result.stdout.splitlines() if line.startswith('dev.py test run ')]
     assert result.returncode != 0
     assert len(runs) == 1 and runs[0].startswith('dev.py test run 1/3: exit 1'), result.stdout
+
+
+def load_dev_py():
+    """tools/dev.py as a module (it imports tools/interfaces.py from beside it)."""
+    import importlib.util
+    sys.path.insert(0, os.path.join(REPO, 'tools'))
+    try:
+        spec = importlib.util.spec_from_file_location('dev_py_under_test',
+                                                      os.path.join(REPO, 'tools', 'dev.py'))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(os.path.join(REPO, 'tools'))
+    return module
+
+
+@pytest.mark.parametrize('given_python', [False, True])
+def test_control_msgs_is_built_into_dev_pys_own_venv_only(monkeypatch, given_python):
+    """`dev.py test` builds control_msgs into .venv-<distro>, for that distribution; an
+    interpreter given with --python (e.g. a jazzy venv, while --distro defaults to kilted)
+    is never built into: a kilted build there broke its rclpy."""
+    dev = load_dev_py()
+    built = []
+    monkeypatch.setattr(dev, 'ensure_venv', lambda distro: f'/venv-{distro}/bin/python')
+    monkeypatch.setattr(dev.interfaces, 'ensure_control_msgs',
+                        lambda python, distro: built.append((python, distro)))
+    monkeypatch.setattr(dev, 'run_tests', lambda python, options: 0)
+    argv = ['test', '--distro', 'jazzy'] + (['--python', '/elsewhere/python'] if given_python
+                                            else [])
+    assert dev.main(argv) == 0
+    assert built == ([] if given_python else [('/venv-jazzy/bin/python', 'jazzy')])

@@ -190,8 +190,9 @@ def parse(argv):
     parser.add_argument('--repeat', type=int, default=1,
                         help='test: run the suite this many times in a row (default 1)')
     parser.add_argument('--python', default=None,
-                        help='use this interpreter (with the requirements installed) '
-                        'instead of .venv-<distro>')
+                        help='use this interpreter (with the requirements installed, and '
+                        'control_msgs if wanted: nothing is built into it) instead of '
+                        '.venv-<distro>')
     argv = list(argv)
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
     options, unknown = parser.parse_known_args(argv[:argv.index('--')] if '--' in argv
@@ -209,7 +210,10 @@ def parse(argv):
 def main(argv=None):
     options = parse(sys.argv[1:] if argv is None else argv)
     python = options.python or ensure_venv(options.distro)
-    if options.command != 'sim':      # the demo does not need it; its first run stays quick
+    # the demo does not need control_msgs (its first run stays quick); an interpreter given
+    # with --python is the caller's, built for a distribution dev.py does not know: never
+    # build into it (a kilted build into a jazzy venv breaks its rclpy)
+    if options.command != 'sim' and not options.python:
         interfaces.ensure_control_msgs(python, options.distro)
     if options.command == 'sim':
         return run_sim(python, options)
