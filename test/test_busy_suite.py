@@ -16,16 +16,20 @@ import os
 
 
 def busy_loops():
-    """pid -> its CPUs, for the dev.py busy loops running now."""
+    """pid -> its CPUs, for the busy loops of the dev.py that runs this suite (pytest's
+    parent; a dev.py --busy running the outer suite has its own loops, not counted)."""
     found = {}
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
             with open(f'/proc/{pid}/cmdline', 'rb') as stream:
                 command = stream.read().split(b'\\0')
+            with open(f'/proc/{pid}/stat', encoding='utf-8') as stream:
+                parent = int(stream.read().rsplit(')', 1)[1].split()[1])
             cpus = os.sched_getaffinity(int(pid))
         except OSError:
             continue
-        if any(b'while True' in part for part in command) and b'-c' in command:
+        if any(b'while True' in part for part in command) and b'-c' in command \\
+                and parent == os.getppid():
             found[int(pid)] = cpus
     return found
 
