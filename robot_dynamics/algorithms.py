@@ -71,23 +71,9 @@ def rnea(chain, q, qd, qdd, gravity, wrench=None):
     """
     B, n = q.shape
     R, p = joint_transforms(chain, q)
-    w = np.zeros((B, 3))
-    wd = np.zeros((B, 3))
-    vd = np.broadcast_to(-np.asarray(gravity, dtype=float), (B, 3))
     F, N = [], []
-    for i in range(n):
-        Ri, pi = R[:, i], p[:, i]
-        # acceleration of body i's origin, still in body i-1 ([CSDN] §2.1, v̇ line)
-        vd_origin = vd + cross(wd, pi) + cross(w, cross(w, pi))
-        w_new, wd_new, vd_new = rotate_t(Ri, w), rotate_t(Ri, wd), rotate_t(Ri, vd_origin)
-        qd_z = qd[:, i, None] * _Z
-        qdd_z = qdd[:, i, None] * _Z
-        if chain.prismatic[i]:
-            vd_new = vd_new + qdd_z + 2.0 * cross(w_new, qd_z)
-        else:
-            wd_new = wd_new + cross(w_new, qd_z) + qdd_z
-            w_new = w_new + qd_z
-        w, wd, vd = w_new, wd_new, vd_new
+    # forward pass ([CSDN] §2.1): each body's ω, ω̇ and origin acceleration in its own frame
+    for i, (w, wd, vd) in enumerate(body_motions(chain, R, p, qd, qdd, gravity)):
         c = chain.com[i]
         vd_com = vd + cross(wd, np.broadcast_to(c, (B, 3))) + cross(w, cross(w, np.broadcast_to(c, (B, 3))))
         F.append(chain.mass[i] * vd_com)
@@ -145,7 +131,6 @@ def body_motions(chain, R, p, qd, qdd, gravity):
     origin, in its own axes, with gravity as a base acceleration; R, p from
     `joint_transforms`. A generator: body i's values are yielded before body i + 1's."""
     B = qd.shape[0]
-    z = np.array([0.0, 0.0, 1.0])
     w = np.zeros((B, 3))
     wd = np.zeros((B, 3))
     vd = np.broadcast_to(-np.asarray(gravity, dtype=float), (B, 3))
@@ -155,8 +140,8 @@ def body_motions(chain, R, p, qd, qdd, gravity):
         w_new = rotate_t(Ri, w)
         wd_new = rotate_t(Ri, wd)
         vd_new = rotate_t(Ri, vd_origin)
-        qd_z = qd[:, i, None] * z
-        qdd_z = qdd[:, i, None] * z
+        qd_z = qd[:, i, None] * _Z
+        qdd_z = qdd[:, i, None] * _Z
         if chain.prismatic[i]:
             vd_new = vd_new + qdd_z + 2.0 * cross(w_new, qd_z)
         else:
