@@ -29,7 +29,7 @@ executor.
    plant holds its initial state):
    real-time factor = simulated / wall time; tick k is due at start + k ms on the steady
    clock, and a late tick is one processed more than one period (1 ms) after it was due.
-   Targets: real-time factor >= 0.98, late ticks <= 1 %.
+   Targets: real-time factor >= 0.98, late ticks <= 1.5 % (doc/performance.md).
 3. The same loop in one process, one executor (the `sim` entry point's lock-step mode, as
    fast as it goes): simulated / wall time.
 4. Scaling with the number of joints: the controller's state callback (one cycle, publish
@@ -400,10 +400,10 @@ def main():
     print(f'bring-up at 1 kHz (3 processes, plant free-running): {loop["simulated"]:.3f} s '
           f'simulated in {loop["wall"]:.3f} s wall since the loop closed: real-time factor '
           f'{loop["real_time_factor"]:.4f} (target >= 0.98), {loop["late"]} of '
-          f'{loop["ticks"]} ticks late ({late * 100:.2f} %, target <= 1 %), '
+          f'{loop["ticks"]} ticks late ({late * 100:.2f} %, target <= 1.5 %), '
           f'{loop["dropped"]} dropped, {loop["unanswered"]} states unanswered before the next '
           f'tick; demo move accepted: {loop["moved"]}: '
-          f'{verdict(loop["closed_loop"] and loop["real_time_factor"] >= 0.98 and late <= 0.01)}')
+          f'{verdict(loop["closed_loop"] and loop["real_time_factor"] >= 0.98 and late <= 0.015)}')
     if not args.skip_one_process:
         start_time = time.monotonic()
         simulated, out, _ = one_process_lockstep(3.0)

@@ -296,7 +296,7 @@ def closed_loop_rows(table, count, duration, under_load=True):
     late = 100.0 * loop['late'] / max(1, loop['ticks'])
     table.add(f'closed loop, 1 kHz bring-up: late ticks, % of {loop["ticks"]} '
               f'({loop["dropped"]} dropped){closed}', late if not closed else 100.0, None,
-              1.0, unit=' %')
+              1.5, unit=' %')
     if under_load:
         loaded_rows(table, count, duration, r_med)
 
