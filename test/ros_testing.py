@@ -129,9 +129,11 @@ def lockstep_loop(integration_step):
     from rclpy.parameter import Parameter
     from robot_dynamics.nodes.controller import ComputedTorqueController
     from robot_dynamics.nodes.plant import PlantSimulator
-    harness = RosHarness(PUMA, SIM, ros_args=['-p', 'real_time_factor:=0.0', '-p',
-                                              f'integration_step:={integration_step}'])
-    plant = harness.add(PlantSimulator(context=harness.context))
+    harness = RosHarness(PUMA, SIM)
+    # parameter_overrides, not `-p`: a file's node-specific value wins over a global `-p`
+    plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
+        Parameter('real_time_factor', value=0.0),
+        Parameter('integration_step', value=integration_step)]))
     controller = harness.add(ComputedTorqueController(
         context=harness.context, parameter_overrides=[Parameter('use_sim_time', value=True)]))
     return harness, plant, controller

@@ -105,3 +105,39 @@ def test_non_finite_or_malformed_joint_states_are_ignored_never_nan_on_the_wire(
     harness.spin_until(lambda: robot.commands, 'an effort command')
     assert all(math.isfinite(v) for command in robot.commands for v in command)
     np.testing.assert_allclose(robot.commands[-1], gravity(Q), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.filterwarnings('ignore::UserWarning')
+def test_a_republished_state_is_answered_once_and_a_split_state_each_part():
+    """on_state answers each state once: the same message again (a lock-step simulator
+    re-sends the state it waits on) gets no second command, or a lock-step plant would take
+    that command as the answer to its next state. Two publishers' messages with one stamp
+    (different joints or values) are each answered."""
+    harness = RosHarness(PUMA, ros_args=['-p', 'control_mode:=on_state',
+                                         '-p', 'state_timeout:=0.0'])
+    try:
+        harness.add(ComputedTorqueController(context=harness.context))
+        robot = harness.add(FakeRobot(harness.context, ReliabilityPolicy.RELIABLE))
+        harness.spin_until(lambda: robot.publisher.get_subscription_count() > 0
+                           and robot.count_publishers('/effort_controller/commands') > 0,
+                           'discovery')
+        stamp = robot.get_clock().now().to_msg()
+
+        def state(names, positions):
+            msg = JointState(name=list(names), position=[float(v) for v in positions],
+                             velocity=[0.0] * len(names))
+            msg.header.stamp = stamp
+            return msg
+        first = state(JOINTS, Q)
+        robot.publisher.publish(first)
+        harness.spin_until(lambda: len(robot.commands) == 1, 'the answer to the state')
+        robot.publisher.publish(first)                         # the same state again
+        moved = Q.copy()
+        moved[[1, 2]] += 0.1
+        robot.publisher.publish(state(JOINTS[1:3], moved[1:3]))  # same stamp, other values
+        harness.spin_until(lambda: len(robot.commands) >= 2, 'the answer to the split part')
+        harness.spin_for(30)
+        assert len(robot.commands) == 2, robot.commands
+        assert not np.allclose(robot.commands[1], robot.commands[0], atol=1e-6)  # its state
+    finally:
+        harness.close()

@@ -426,6 +426,8 @@ class ComputedTorqueController(Node):
         now = self._now()
         stamp = now
         if self.control_mode == 'on_state':
+            if self._repeats_answered_state(msg, targets, positions, velocities):
+                return
             stamp = self._state_stamp(msg, now)
             if stamp is None:
                 return
@@ -496,6 +498,22 @@ class ComputedTorqueController(Node):
                     return None
             updates.append((i, position, velocity))
         return updates
+
+    def _repeats_answered_state(self, msg, targets, positions, velocities):
+        """on_state: True for a re-publication of the state the last cycle answered (same
+        non-zero stamp, same values; a lock-step simulator re-sends a state it is waiting on).
+        Answering it again would send a second command for one state, and a lock-step plant
+        would take that one as the answer to its next state: every later command would then
+        be applied one cycle late."""
+        raw = seconds(msg.header.stamp)
+        if not (self._ready and raw > 0.0 and raw == self._last_raw):
+            return False
+        if not (np.array_equal(self._q[targets], positions)
+                and np.array_equal(self._qd[targets], velocities)):
+            return False          # another publisher's joints with the same stamp
+        self.get_logger().debug(f'joint_states at {raw:.4f} s again (already answered): '
+                                'not answered twice')
+        return True
 
     def _state_stamp(self, msg, now):
         """on_state: the time the cycle samples the reference at (the message stamp, or the
