@@ -83,15 +83,63 @@ def call_service(harness, client, request, what, resend_after=None, while_waitin
     return future.result()
 
 
+def _layered_overrides(param_files, items):
+    """A params file giving each 'name:=value' item to every node a file names with the
+    parameter set (so the item wins there too), or None if no item needs it."""
+    import tempfile
+    import yaml
+    sections = {}
+    for path in param_files:
+        with open(path, encoding='utf-8') as stream:
+            document = yaml.safe_load(stream) or {}
+        for node, body in document.items():
+            if node != '/**' and isinstance(body, dict):
+                sections.setdefault(node, []).append(body.get('ros__parameters') or {})
+    layered = {}
+    for item in items:
+        name, _, text = item.partition(':=')
+        value = yaml.safe_load(text)
+        for node, bodies in sections.items():
+            if any(_has_parameter(body, name.split('.')) for body in bodies):
+                target = layered.setdefault(node, {'ros__parameters': {}})['ros__parameters']
+                *parents, leaf = name.split('.')
+                for part in parents:
+                    target = target.setdefault(part, {})
+                target[leaf] = value
+    if not layered:
+        return None
+    handle, path = tempfile.mkstemp(prefix='ros_testing_', suffix='.yaml')
+    with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+        yaml.safe_dump(layered, stream)
+    return path
+
+
+def _has_parameter(body, parts):
+    for part in parts:
+        if not isinstance(body, dict) or part not in body:
+            return False
+        body = body[part]
+    return True
+
+
 class RosHarness:
     """One rclpy context and executor; nodes added with `add` are destroyed at the end."""
 
     def __init__(self, *param_files, ros_args=(), overrides=()):
-        """`overrides`: 'name:=value' items, each passed as `-p` after the files."""
+        """`overrides`: 'name:=value' items, each passed as `-p` after the files. A `-p`
+        item (here or in `ros_args`) wins over the files: rcl lets a file's node-specific
+        value (config/sim.yaml's `/**/plant_simulator: real_time_factor`) win over a global
+        `-p`, so such items are also layered in a file of their own under those nodes."""
         args = ['test', '--ros-args']
         for path in param_files:
             args += ['--params-file', path]
-        args += list(ros_args)
+        items = list(overrides)
+        ros_args = list(ros_args)
+        items += [ros_args[k + 1] for k, arg in enumerate(ros_args[:-1]) if arg == '-p']
+        self._layered = layered = _layered_overrides(param_files, items)
+        if layered is not None:
+            args += ['--params-file', layered]
+        args += ros_args
         for item in overrides:
             args += ['-p', item]
         self.context = rclpy.Context()
@@ -120,6 +168,8 @@ class RosHarness:
         for node in self.nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+        if self._layered is not None and os.path.exists(self._layered):
+            os.remove(self._layered)
 
 
 def lockstep_loop(integration_step):
