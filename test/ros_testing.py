@@ -125,18 +125,20 @@ def _has_parameter(body, parts):
 class RosHarness:
     """One rclpy context and executor; nodes added with `add` are destroyed at the end."""
 
-    def __init__(self, *param_files, ros_args=(), overrides=()):
+    def __init__(self, *param_files, ros_args=(), overrides=(), layer_overrides=True):
         """`overrides`: 'name:=value' items, each passed as `-p` after the files. A `-p`
         item (here or in `ros_args`) wins over the files: rcl lets a file's node-specific
         value (config/sim.yaml's `/**/plant_simulator: real_time_factor`) win over a global
-        `-p`, so such items are also layered in a file of their own under those nodes."""
+        `-p`, so such items are also layered in a file of their own under those nodes
+        (`layer_overrides` False: rcl's own order, as a node sees it)."""
         args = ['test', '--ros-args']
         for path in param_files:
             args += ['--params-file', path]
         items = list(overrides)
         ros_args = list(ros_args)
         items += [ros_args[k + 1] for k, arg in enumerate(ros_args[:-1]) if arg == '-p']
-        self._layered = layered = _layered_overrides(param_files, items)
+        self._layered = layered = (_layered_overrides(param_files, items)
+                                   if layer_overrides else None)
         if layered is not None:
             args += ['--params-file', layered]
         args += ros_args

@@ -67,7 +67,7 @@ def test_parameter_items_read_values_as_rcl_does_and_name_the_node():
 
 def sim_nodes(*ros_args):
     """sim's nodes built as `sim --ros-args <ros_args>` builds them, files first."""
-    harness = RosHarness(PUMA, SIM, ros_args=list(ros_args))
+    harness = RosHarness(PUMA, SIM, ros_args=list(ros_args), layer_overrides=False)
     args = argparse.Namespace(control_rate=None, integration_step=None, real_time_factor=0.0,
                               duration=1.0, move_duration=2.0, csv=None, plot=None,
                               ros_args=list(ros_args))
@@ -301,3 +301,39 @@ def test_dev_py_sim_passes_ros_args_on(tmp_path):
                                cwd=tmp_path)
     assert code == 0, stderr
     assert 'simulated 0.3' in stdout and '[INFO]' not in stderr, stderr
+
+
+def test_sim_names_another_process_publishing_on_its_topics():
+    """A simulation on a ROS domain another process uses draws that process's messages
+    (its /joint_states reached a sim's controller): the publishers outside the simulation
+    are found by topic, for the one warning `sim` prints per topic."""
+    harness, args = sim_nodes()
+    try:
+        nodes = sim.build_nodes(args, harness.context)
+        try:
+            for node in nodes:
+                harness.add(node)
+            harness.spin_for(20)
+            assert sim.foreign_publishers(nodes) == {}
+            from sensor_msgs.msg import JointState
+            intruder = harness.add(Node('another_robot', context=harness.context))
+            intruder.create_publisher(JointState, '/joint_states', 10)
+            harness.spin_until(lambda: '/joint_states' in sim.foreign_publishers(nodes),
+                               'the other publisher seen')
+            assert sim.foreign_publishers(nodes) == {'/joint_states': 1}
+            lines, warned = [], set()
+
+            class Stub:
+                def get_logger(self):
+                    return argparse.Namespace(warning=lines.append)
+            for _ in range(2):
+                sim._warn_foreign(Stub(), nodes, warned)
+            assert len(lines) == 1 and lines[0].startswith('/joint_states: 1 publisher outside')
+            assert f"ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}" in lines[0]
+        finally:
+            harness.nodes = [n for n in harness.nodes if n not in nodes]
+            for node in nodes:
+                harness.executor.remove_node(node)
+                node.destroy_node()
+    finally:
+        harness.close()

@@ -14,7 +14,9 @@ reproduce the profile exactly).
 
 `--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
 node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
-that no node has is named in a warning.
+that no node has is named in a warning. Another process publishing on a topic the
+simulation listens to (e.g. a robot's /joint_states on the same ROS_DOMAIN_ID) is named in
+one warning per topic: its messages would reach the simulation.
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
@@ -58,6 +60,7 @@ RECORDED_TOPICS = ('feedback', 'reference', 'error', 'output')    # q, q_ref, er
 RECORD_DEPTH = 1000
 CSV_QUANTITIES = ('q', 'q_ref', 'error', 'effort')
 PLOT_LAYOUTS = ('joints', 'overview')
+FOREIGN_CHECK_PERIOD = 1.0   # wall s between looks for other processes' publishers
 
 
 def config_path(name):
@@ -316,6 +319,31 @@ def build_nodes(args, context=None):
     return tuple(nodes)
 
 
+def foreign_publishers(nodes):
+    """{topic: count} of publishers outside `nodes` on the topics the nodes subscribe to
+    (another process on the same ROS domain whose messages would reach the simulation)."""
+    own, subscribed = {}, set()
+    for node in nodes:
+        for publisher in node.publishers:
+            own[publisher.topic_name] = own.get(publisher.topic_name, 0) + 1
+        subscribed.update(subscription.topic_name for subscription in node.subscriptions)
+    subscribed.discard('/parameter_events')
+    counts = {topic: nodes[0].count_publishers(topic) - own.get(topic, 0)
+              for topic in sorted(subscribed)}
+    return {topic: count for topic, count in counts.items() if count > 0}
+
+
+def _warn_foreign(node, nodes, warned):
+    for topic, count in foreign_publishers(nodes).items():
+        if topic not in warned:
+            warned.add(topic)
+            node.get_logger().warning(
+                f'{topic}: {count} publisher{"s" if count > 1 else ""} outside this simulation '
+                f'(another process on ROS_DOMAIN_ID {os.environ.get("ROS_DOMAIN_ID", "0")}): '
+                'its messages reach the simulation; give it a ROS_DOMAIN_ID of its own, or '
+                'set ROS_AUTOMATIC_DISCOVERY_RANGE=OFF to keep the simulation to itself')
+
+
 def run(args, context=None, wall_limit=None, running=None):
     """Spin the nodes until `args.duration` simulated seconds (or Ctrl-C: `running()`
     turns false, or `wall_limit` wall seconds); returns (summary node, plant node), both
@@ -326,13 +354,18 @@ def run(args, context=None, wall_limit=None, running=None):
     executor = SingleThreadedExecutor(context=context)
     for node in (plant, controller, demo, summary):
         executor.add_node(node)
+    nodes, warned, checked = (plant, controller, demo, summary), set(), start
     try:
         while rclpy.ok(context=context) and not plant.stopped and (
                 running is None or running()):
             if args.duration is not None and plant.sim_time >= args.duration:
                 break
-            if wall_limit is not None and time.monotonic() - start > wall_limit:
+            now = time.monotonic()
+            if wall_limit is not None and now - start > wall_limit:
                 break
+            if now - checked >= FOREIGN_CHECK_PERIOD:
+                checked = now
+                _warn_foreign(plant, nodes, warned)
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass                  # Ctrl-C: the run so far is still summarised and written
