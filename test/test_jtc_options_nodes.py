@@ -1,7 +1,8 @@
 """joint_trajectory_controller (JTC) options through the nodes, over real DDS on simulated
 time (doc/trajectories.md, "Comparison with joint_trajectory_controller"):
-constraints.decelerate_on_cancel with constraints.<joint>.max_deceleration_on_cancel, the
-acceleration entries of path tolerances, effort feed-forward from the points,
+constraints.decelerate_on_cancel with constraints.<joint>.max_deceleration_on_cancel (after
+a cancel, an empty trajectory, a path tolerance violation and cmd_timeout), the
+acceleration entries of path and goal tolerances, effort feed-forward from the points,
 allow_integration_in_goal_trajectories, allow_nonzero_velocity_at_trajectory_end,
 cmd_timeout and interpolation_method 'none'.
 
@@ -218,6 +219,44 @@ class TestDecelerateOnCancel:
         loop.settle(1.5)
         self.assert_decelerates_to_rest(loop, loop.client.states[before - 1:], sent)
 
+    def test_cmd_timeout_decelerates_from_the_measured_state(self, decelerating):
+        """cmd_timeout with decelerate_on_cancel: a trajectory ending at speed (allowed
+        here) leaves the arm moving; cmd_timeout after its last point stops it from the
+        measured state within the deceleration limit, not at once."""
+        loop = decelerating
+        controller = loop.controller
+        assert controller.set_parameters([
+            Parameter('cmd_timeout', value=0.02),
+            Parameter('allow_nonzero_velocity_at_trajectory_end', value=True)])[0].successful
+        try:
+            q0 = np.asarray(loop.plant.q).copy()
+            speed = np.array([0.6, -0.5, 0.6, 0.8, -0.8, 0.8])
+            loop.client.status.clear()
+            loop.client.topic.publish(JointTrajectory(joint_names=JOINTS, points=[
+                JointTrajectoryPoint(positions=(q0 + 0.25 * speed).tolist(),
+                                     velocities=speed.tolist(), accelerations=[0.0] * 6,
+                                     time_from_start=duration(0.5))]))
+            loop.harness.spin_until(lambda: 'finished' in loop.client.status, 'the end')
+            before = len(loop.client.states)
+            loop.client.status.clear()
+            # the stop is a trajectory of its own: running, then finished at rest
+            loop.harness.spin_until(lambda: 'running' in loop.client.status, 'the stop')
+            loop.settle(1.5)
+        finally:
+            controller.set_parameters([
+                Parameter('cmd_timeout', value=0.0),
+                Parameter('allow_nonzero_velocity_at_trajectory_end', value=False)])
+        states = loop.client.states[before:]
+        at_rest = [not np.any(s.reference.velocities) for s in states]
+        first = at_rest.index(False)            # the first cycle of the stop
+        assert first > 0                        # held at rest after the last point, then
+        stop = states[first]
+        # from the measured state (JTC): the reference starts at the arm's velocity, which
+        # had not yet come down from the end point's 0.5-0.8 rad/s
+        np.testing.assert_allclose(stop.reference.velocities, stop.feedback.velocities,
+                                   atol=0.05)
+        self.assert_decelerates_to_rest(loop, states[first:], stamp_seconds(stop) - 0.011)
+
     def test_a_path_tolerance_violation_decelerates_from_the_measured_state(self, decelerating):
         loop = decelerating
         goal = loop.move(MOVE)
@@ -261,6 +300,34 @@ class TestLiveOptions:
         goal.path_tolerance = [JointTolerance(name=j, acceleration=5.0) for j in JOINTS]
         status, result = loop.outcome(loop.send(goal))
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+
+    def test_goal_acceleration_tolerance_waits_for_the_arm_to_settle(self, loop):
+        """A goal acceleration tolerance is met once the measured q̈ (the difference of
+        measured velocities) is within it after the last point: the same move succeeds
+        later with one than without; one the arm cannot meet aborts after
+        goal_time_tolerance, naming the joint and the acceleration."""
+        def settle_time(offsets, tolerances):
+            goal = loop.move(offsets, seconds=1.0)
+            goal.goal_tolerance = tolerances
+            goal.goal_time_tolerance = duration(1.0)
+            sent = loop.plant.sim_time
+            status, result = loop.outcome(loop.send(goal))
+            assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+            return loop.plant.sim_time - sent
+        plain = settle_time(MOVE, [])
+        loop.settle(0.5)
+        strict = settle_time([-v for v in MOVE],
+                             [JointTolerance(name=j, acceleration=2e-3) for j in JOINTS])
+        assert strict > plain + 0.1, (strict, plain)
+        loop.settle(0.3)
+        goal = loop.move(MOVE, seconds=1.0)
+        goal.goal_tolerance = [JointTolerance(name='joint_2', acceleration=1e-12)]
+        goal.goal_time_tolerance = duration(0.2)
+        status, result = loop.outcome(loop.send(goal))
+        assert status == GoalStatus.STATUS_ABORTED
+        assert result.error_code == Result.GOAL_TOLERANCE_VIOLATED
+        assert "joint 'joint_2' acceleration error" in result.error_string, result.error_string
+        assert 'goal_time_tolerance 0.2 s' in result.error_string
 
     def test_effort_feed_forward_deflects_the_arm_by_the_inverse_inertia(self, loop):
         """A constant feed-forward f at rest: q̈ = Kp e + M⁻¹ f = 0 with e = q_d − q, so
