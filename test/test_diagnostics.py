@@ -199,9 +199,11 @@ def test_controller_watchdog_trip_is_an_error_and_the_status_returns_to_ok():
 
 
 def test_clipped_efforts_are_a_warning_naming_the_joints():
-    """Holding Q needs 34 N m on joint_2 against gravity: a 5 N m limit clips it."""
+    """Holding Q needs 34 N m on joint_2 against gravity: a 5 N m limit clips it. (The
+    state watchdog gets 5 s here: the test's states come from this process's spin, which a
+    loaded machine can stall past the default 0.1 s, and a tripped watchdog is an ERROR.)"""
     harness, listener, reports = reporting(ComputedTorqueController,
-                                           f'effort_limits:={[5.0] * 6}')
+                                           f'effort_limits:={[5.0] * 6}', 'state_timeout:=5.0')
     try:
         harness.spin_until(lambda: listener.send_state() or (
             reports() and int(values(reports()[-1])['saturated cycles']) > 0),
