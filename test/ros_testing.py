@@ -83,7 +83,7 @@ def call_service(harness, client, request, what, resend_after=None, while_waitin
     return future.result()
 
 
-def _layered_overrides(param_files, items):
+def layered_params_file(param_files, items):
     """A params file giving each 'name:=value' item to every node a file names with the
     parameter set (so the item wins there too), or None if no item needs it."""
     import tempfile
@@ -137,7 +137,7 @@ class RosHarness:
         items = list(overrides)
         ros_args = list(ros_args)
         items += [ros_args[k + 1] for k, arg in enumerate(ros_args[:-1]) if arg == '-p']
-        self._layered = layered = (_layered_overrides(param_files, items)
+        self._layered = layered = (layered_params_file(param_files, items)
                                    if layer_overrides else None)
         if layered is not None:
             args += ['--params-file', layered]

@@ -52,6 +52,7 @@ KP, KD = 100.0, 20.0            # config/sim.yaml gains: critical damping, ωn =
 # the 1 rad/s moves here, 0.037 rad. The bound asserted leaves room for the nonlinear arm.
 HOLD_BOUND = 0.06
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
+RATE_AND_WATCHDOG = os.path.join(REPO, 'test', 'data', 'executables_200hz.yaml')
 
 
 def duration(seconds):
@@ -162,13 +163,15 @@ def start_executable(module):
     """A node executable as `ros2 run` starts it, with config/sim_1khz.yaml on the wall
     clock: the controller then runs its own on_state loop and serves the action between
     states. At 200 Hz and with a 0.5 s state_timeout, so that a loaded test machine does
-    not trip the watchdog (which would rightly abort the goal)."""
+    not trip the watchdog (which would rightly abort the goal). Those two are in a file
+    after config/sim_1khz.yaml: its node sections name them, and a file's node-specific
+    value wins over a global `-p` (both had been ignored: 1 kHz, 0.1 s)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     return subprocess.Popen(
         [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
-         '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false',
-         '-p', 'publish_rate:=200.0', '-p', 'state_timeout:=0.5'],
+         '--params-file', PUMA, '--params-file', SIM_1KHZ, '--params-file', RATE_AND_WATCHDOG,
+         '-p', 'use_sim_time:=false'],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
