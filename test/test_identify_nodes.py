@@ -3,7 +3,8 @@ runs them: `identify excite` plans from where the arm is with the running contro
 model, sends the motion through its FollowJointTrajectory action and records /joint_states
 into a bag; `identify estimate` turns the bag into a parameter file; the controller restarted
 with ``--params-file puma560.yaml --params-file identified.yaml`` tracks a move better than
-with the robot file alone.
+with the robot file alone. Without control_msgs, `identify excite` sends the motion on the
+controller's trajectory topic instead.
 
 The plant is the PUMA 560 preset with every link perturbed by up to ±30 % and drives
 (armature, viscous and Coulomb friction) the preset lacks; the controller starts with the
@@ -185,3 +186,41 @@ def test_the_controller_restarted_with_the_file_tracks_better(session):
     print(f'max |e| over the move: {prior:.3e} rad with the preset, {identified:.3e} rad '
           'with the identified file')
     assert identified * 3.0 <= prior, (identified, prior)
+
+
+def test_excite_without_control_msgs_sends_the_motion_on_the_topic(tmp_path):
+    """Where control_msgs cannot be imported (a PyPI-only machine that did not build it),
+    `identify excite` sends the motion on the controller's joint_trajectory topic and ends
+    it by the controller's ~/status: the recording still holds the whole motion."""
+    blocker = tmp_path / 'blocked' / 'control_msgs'
+    blocker.mkdir(parents=True)
+    (blocker / '__init__.py').write_text("raise ImportError('blocked by the test')\n")
+    loop = Loop(PUMA)
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(blocker.parent), REPO, os.environ.get('PYTHONPATH', '')]))
+        duration = 3.0
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'robot_dynamics.nodes.identify', 'excite', '--duration',
+             str(duration), '--iterations', '0', '--timeout', '60', '--record',
+             str(tmp_path / 'bag')], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        start = loop.plant.sim_time
+        try:
+            loop.harness.spin_until(lambda: process.poll() is not None, 'identify excite',
+                                    wall_limit=GUARD)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        output = process.communicate()[0]
+        end = loop.plant.sim_time
+    finally:
+        loop.close()
+    assert process.returncode == 0, output
+    assert 'sent the motion on /computed_torque_controller/joint_trajectory' in output, output
+    assert 'control_msgs cannot be imported' in output and 'blocked by the test' in output
+    assert end - start >= duration
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert recording.duration >= duration - 0.1
+    assert len(recording.segments()) == 1
+    assert np.all(np.ptp(recording.q, axis=0) > 0.05)                   # every joint moved
