@@ -426,9 +426,10 @@ class ComputedTorqueController(Node):
         now = self._now()
         stamp = now
         if self.control_mode == 'on_state':
-            if self._repeats_answered_state(msg, targets, positions, velocities):
+            raw = seconds(msg.header.stamp)
+            if self._repeats_answered_state(raw, targets, positions, velocities):
                 return
-            stamp = self._state_stamp(msg, now)
+            stamp = self._state_stamp(raw, now)
             if stamp is None:
                 return
             if (self._ready and self.state_timeout > 0.0
@@ -499,13 +500,12 @@ class ComputedTorqueController(Node):
             updates.append((i, position, velocity))
         return updates
 
-    def _repeats_answered_state(self, msg, targets, positions, velocities):
+    def _repeats_answered_state(self, raw, targets, positions, velocities):
         """on_state: True for a re-publication of the state the last cycle answered (same
         non-zero stamp, same values; a lock-step simulator re-sends a state it is waiting on).
         Answering it again would send a second command for one state, and a lock-step plant
         would take that one as the answer to its next state: every later command would then
-        be applied one cycle late."""
-        raw = seconds(msg.header.stamp)
+        be applied one cycle late. raw: the message's header stamp [s]."""
         if not (self._ready and raw > 0.0 and raw == self._last_raw):
             return False
         if not (np.array_equal(self._q[targets], positions)
@@ -515,10 +515,9 @@ class ComputedTorqueController(Node):
                                 'not answered twice')
         return True
 
-    def _state_stamp(self, msg, now):
-        """on_state: the time the cycle samples the reference at (the message stamp, or the
-        node clock for stamp 0), or None if the message is to be dropped."""
-        raw = seconds(msg.header.stamp)
+    def _state_stamp(self, raw, now):
+        """on_state: the time the cycle samples the reference at (the message stamp `raw`
+        [s], or the node clock for stamp 0), or None if the message is to be dropped."""
         stamp = raw if raw > 0.0 else now
         if now > 0.0 and stamp > now + FUTURE_LIMIT:
             self._warn(f'joint_states.header.stamp {stamp:.3f} s is more than {FUTURE_LIMIT:g} '

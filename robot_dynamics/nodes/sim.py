@@ -351,10 +351,11 @@ def run(args, context=None, wall_limit=None, running=None):
     plant, controller, demo, summary = build_nodes(args, context)
     summary.move = (demo.start, demo.goal, demo.duration)
     start = time.monotonic()
+    nodes = (plant, controller, demo, summary)
     executor = SingleThreadedExecutor(context=context)
-    for node in (plant, controller, demo, summary):
+    for node in nodes:
         executor.add_node(node)
-    nodes, warned, checked = (plant, controller, demo, summary), set(), start
+    warned, checked = set(), start
     try:
         while rclpy.ok(context=context) and not plant.stopped and (
                 running is None or running()):
@@ -371,7 +372,7 @@ def run(args, context=None, wall_limit=None, running=None):
         pass                  # Ctrl-C: the run so far is still summarised and written
     finally:
         executor.shutdown()
-        for node in (plant, controller, demo, summary):
+        for node in nodes:
             node.destroy_node()
     return summary, plant
 
