@@ -99,6 +99,11 @@ def layered_params_file(param_files, items):
     for item in items:
         name, _, text = item.partition(':=')
         value = yaml.safe_load(text)
+        if isinstance(value, str):          # PyYAML reads 4e-05 as a string, rcl a double
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         for node, bodies in sections.items():
             if any(_has_parameter(body, name.split('.')) for body in bodies):
                 target = layered.setdefault(node, {'ros__parameters': {}})['ros__parameters']

@@ -107,12 +107,26 @@ class Loop:
         self.run_for(MOVE + SETTLE)
         return max(e for stamp, e in self.errors if stamp >= t0)
 
+    def finish(self, process):
+        """Spin the loop until `process` exits (killed after GUARD s); its (exit status,
+        output)."""
+        try:
+            self.harness.spin_until(lambda: process.poll() is not None, 'identify excite',
+                                    wall_limit=GUARD)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        return process.returncode, process.communicate()[0]
+
     def close(self):
         self.harness.close()
 
 
-def launch(*arguments):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+def launch(*arguments, path_first=()):
+    """`identify` as a process; `path_first`: folders put before the repository on its
+    PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [*path_first, REPO, os.environ.get('PYTHONPATH', '')]))
     return subprocess.Popen([sys.executable, '-m', 'robot_dynamics.nodes.identify', *arguments],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -127,13 +141,7 @@ def session(tmp_path_factory):
         process = launch('excite', '--duration', str(EXCITATION), '--iterations', '0',
                          '--timeout', '60', '--record', str(folder / 'bag'))
         found['excitation_start'] = loop.plant.sim_time
-        try:
-            loop.harness.spin_until(lambda: process.poll() is not None, 'identify excite',
-                                    wall_limit=GUARD)
-        finally:
-            if process.poll() is None:
-                process.kill()
-        found['excite'] = process.returncode, process.communicate()[0]
+        found['excite'] = loop.finish(process)
         found['excitation_end'] = loop.plant.sim_time
         loop.move(loop.plant.q.copy(), START)
         found['error_prior'] = loop.move(START, GOAL)
@@ -197,26 +205,16 @@ def test_excite_without_control_msgs_sends_the_motion_on_the_topic(tmp_path):
     (blocker / '__init__.py').write_text("raise ImportError('blocked by the test')\n")
     loop = Loop(PUMA)
     try:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(blocker.parent), REPO, os.environ.get('PYTHONPATH', '')]))
         duration = 3.0
-        process = subprocess.Popen(
-            [sys.executable, '-m', 'robot_dynamics.nodes.identify', 'excite', '--duration',
-             str(duration), '--iterations', '0', '--timeout', '60', '--record',
-             str(tmp_path / 'bag')], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+        process = launch('excite', '--duration', str(duration), '--iterations', '0',
+                         '--timeout', '60', '--record', str(tmp_path / 'bag'),
+                         path_first=[str(blocker.parent)])
         start = loop.plant.sim_time
-        try:
-            loop.harness.spin_until(lambda: process.poll() is not None, 'identify excite',
-                                    wall_limit=GUARD)
-        finally:
-            if process.poll() is None:
-                process.kill()
-        output = process.communicate()[0]
+        code, output = loop.finish(process)
         end = loop.plant.sim_time
     finally:
         loop.close()
-    assert process.returncode == 0, output
+    assert code == 0, output
     assert 'sent the motion on /computed_torque_controller/joint_trajectory' in output, output
     assert 'control_msgs cannot be imported' in output and 'blocked by the test' in output
     assert end - start >= duration
