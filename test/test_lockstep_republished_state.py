@@ -12,6 +12,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from builtin_interfaces.msg import Duration
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
@@ -96,3 +97,50 @@ def test_a_state_received_twice_is_answered_once_and_commands_stay_aligned():
                                        err_msg=f'the command for t = {t * 1e-9:.2f} s')
             checked += 1
     assert checked >= AFTER
+
+
+
+class Silent(Node):
+    """Answers the plant's states with zero effort until it has seen `hold_at` states of
+    distinct stamps, then stays silent: the plant has to re-send the state it waits on.
+    Records every state by stamp."""
+
+    def __init__(self, context, topic, n, hold_at):
+        super().__init__('silent', context=context)
+        self.states, self.hold_at, self.n = {}, hold_at, n
+        self.publisher = self.create_publisher(Float64MultiArray, topic, 10)
+        self.create_subscription(JointState, 'joint_states', self._on_state, 10)
+
+    def _on_state(self, msg):
+        self.states.setdefault(stamp_ns(msg), []).append(
+            (list(msg.position), list(msg.velocity)))
+        if len(self.states) < self.hold_at:
+            self.publisher.publish(Float64MultiArray(data=[0.0] * self.n))
+
+    def held(self):
+        return max(self.states)
+
+    def resent(self):
+        return len(self.states) >= self.hold_at and len(self.states[self.held()]) >= 2
+
+
+def test_a_resent_state_carries_the_same_measurement():
+    """With measurement noise, the state re-sent after 0.5 s without an answer is the same
+    message (stamp, positions, velocities), not a fresh noise draw: a controller can only
+    tell a copy from a new state by its values, and answering a copy twice puts every later
+    command one cycle late (an identified payload's centre of mass off by 7 mm under load)."""
+    harness = RosHarness(PUMA, SIM)
+    plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
+        Parameter('real_time_factor', value=0.0),
+        Parameter('measurement_noise.position_stddev', value=1e-3),
+        Parameter('measurement_noise.velocity_stddev', value=2e-2),
+        Parameter('measurement_noise.seed', value=5)]))
+    try:
+        silent = harness.add(Silent(harness.context, plant.command_topic, plant.model.n, 5))
+        harness.spin_until(silent.resent, 'the re-sent state', wall_limit=120.0)
+    finally:
+        harness.close()
+    copies = silent.states[silent.held()]
+    assert all(copy == copies[0] for copy in copies[1:]), 'a copy with other values'
+    first = [values[0] for _, values in sorted(silent.states.items())]
+    assert all(a[0] != b[0] for a, b in zip(first, first[1:]))   # noise differs per state

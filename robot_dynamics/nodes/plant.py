@@ -301,7 +301,7 @@ class PlantSimulator(Node):
             waited = time.monotonic() - self._last_publish_wall
             if not self._started or waited < self.lockstep_timeout:
                 if waited >= RESEND_PERIOD:
-                    self._publish()       # let a late controller find the state
+                    self._resend()        # let a late controller find the state
                 return
             self.get_logger().warning(
                 f'lock-step: no command within {self.lockstep_timeout:g} s (wall) for the '
@@ -539,6 +539,20 @@ class PlantSimulator(Node):
         self._last_publish_wall = time.monotonic()
         self._awaiting_command = self.publish_clock and self.lockstep
         self._answered = False
+
+    def _resend(self):
+        """Lock-step: the state nobody has answered, published again exactly as it was (the
+        same stamp and the same measurement: a fresh noise draw would make it a different
+        state, which a controller answers a second time, and the plant would then take that
+        second command as the answer to its next state, applying every later command one
+        cycle late)."""
+        if self._last_publish_wall == -math.inf:     # nothing published yet
+            self._publish()
+            return
+        if self._clock_pub is not None:
+            self._clock_pub.publish(ClockMsg(clock=self._state_msg.header.stamp))
+        self._state_pub.publish(self._state_msg)
+        self._last_publish_wall = time.monotonic()
 
 
 def _own_loop(node):
