@@ -318,7 +318,10 @@ def test_a_factor_that_comes_during_a_stop_applies_after_it():
     s.set_speed_scaling_factor(0.0, NOW + 1.01)     # would cut the stop short on the clock
     times, velocities, accelerations = clock_acceleration(s, NOW + 1.0, NOW + 3.0)
     assert np.all(np.abs(accelerations) <= DECELERATION + 1e-6)
-    assert s.speed_scaling_factor(NOW + 1.2) == 0.5             # frozen during the stop
+    rest = times[np.flatnonzero(~velocities.any(axis=1))[0]]    # the stop's end
+    assert rest > NOW + 1.05                                    # after the new factor came
+    for t in np.linspace(NOW + 1.0, rest - 0.01, 20):
+        assert s.speed_scaling_factor(t) == 0.5                 # frozen during the stop
     assert s.speed_scaling_factor(times[-1] + 0.5) == 0.0       # then the new one
 
 
