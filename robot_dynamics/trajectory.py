@@ -27,6 +27,10 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
 - `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a reference
   per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here
   jerk-limited, q̈_d continuous, `deceleration_plan`).
+- Continuous joints (`continuous`, JTC's angle wraparound): knot 0 of a new trajectory is
+  moved by whole turns to within half a turn of its first point, so the joint takes the
+  short way; `shortest_angle` wraps position errors into (−π, π] (`at_goal`; the
+  controller's law and tolerances).
 - Speed scaling (speed_scaling.py): the trajectory's time s advances at a factor f ∈ [0, 1]
   of the controller's time; every method takes controller time and maps it to s, and the
   reference's velocity and acceleration are scaled (f·q_d', f²·q_d'' + ḟ·q_d').
@@ -45,7 +49,8 @@ __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTraje
            'finite_number', 'INTERPOLATION_METHODS',
            'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
            'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots',
-           'stop_phases', 'stop_duration', 'deceleration_plan']
+           'stop_phases', 'stop_duration', 'deceleration_plan', 'shortest_angle',
+           'nearest_turn']
 
 
 # |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
@@ -375,6 +380,25 @@ def deceleration_plan(positions, velocities, max_deceleration, now, acceleration
     return plan
 
 
+def shortest_angle(difference):
+    """`difference` (rad, array or float) wrapped into (−π, π]: the shortest rotation
+    between two angles."""
+    wrapped = np.pi - np.mod(np.pi - np.asarray(difference, dtype=float), 2.0 * np.pi)
+    return float(wrapped) if np.ndim(wrapped) == 0 else wrapped
+
+
+def nearest_turn(start, target):
+    """`start` moved by whole turns to within half a turn of `target` (per element): the
+    start from which `target` is reached the short way; at exactly half a turn, the way
+    of target − start (as JTC's wraparound)."""
+    start = np.asarray(start, dtype=float)
+    target = np.asarray(target, dtype=float)
+    distance = shortest_angle(target - start)
+    half = np.abs(np.abs(distance) - np.pi) < 1e-9
+    distance = np.where(half, np.copysign(np.abs(distance), target - start), distance)
+    return target - distance
+
+
 PAUSED = 1e-3       # a speed scaling factor at most this: a stop holds at once
 
 # --- the sampler -------------------------------------------------------------------------
@@ -387,7 +411,8 @@ class JointTrajectorySampler:
                  allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True,
                  interpolation_method='splines', allow_integration_in_goal_trajectories=False,
                  max_deceleration_on_cancel=None,
-                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT):
+                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT,
+                 continuous=None):
         self.joints = tuple(str(j) for j in joints)
         if not self.joints or len(set(self.joints)) != len(self.joints):
             raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
@@ -415,6 +440,12 @@ class JointTrajectorySampler:
                 raise ValueError(f'max_deceleration_on_cancel: expected {self.n} finite '
                                  f'values > 0, got {list(decel)}')
             self.max_deceleration_on_cancel = decel
+        self.continuous = np.zeros(self.n, dtype=bool)
+        if continuous is not None:
+            flags = np.asarray(continuous).reshape(-1)
+            if flags.shape != (self.n,) or flags.dtype != bool:
+                raise ValueError(f'continuous: expected {self.n} booleans, got {continuous!r}')
+            self.continuous = flags.copy()
         self._plan = None
         self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
         self._deferred_factor = None        # a factor that came during a stop
@@ -626,7 +657,8 @@ class JointTrajectorySampler:
         for name, tol in (('goal_tolerance', goal_tol), ('stopped_velocity_tolerance', vel_tol)):
             if tol.ndim > 1 or tol.size not in (1, self.n):
                 raise ValueError(f'at_goal: {name} needs 1 or {self.n} values, got {tol.size}')
-        position_ok = (goal_tol <= 0.0) | (np.abs(q - self._plan.final) <= goal_tol)
+        position_ok = (goal_tol <= 0.0) | (np.abs(self.position_error(self._plan.final, q))
+                                           <= goal_tol)
         velocity_ok = (vel_tol <= 0.0) | (np.abs(qd) <= vel_tol)
         return bool((position_ok & velocity_ok).all())
 
@@ -634,9 +666,26 @@ class JointTrajectorySampler:
         """`at_goal` with one tolerance for all joints (the controller's case, every cycle
         while holding): on lists of floats, a few µs instead of ~20 with numpy."""
         if not goal_tol <= 0.0 and not all(abs(e) <= goal_tol     # NaN tolerance: never
-                                           for e in (q - self._plan.final).tolist()):
+                                           for e in self.position_error(
+                                               self._plan.final, q).tolist()):
             return False
         return vel_tol <= 0.0 or all(abs(v) <= vel_tol for v in qd.tolist())
+
+    def position_error(self, desired, actual):
+        """desired − actual (n,), wrapped into (−π, π] for the continuous joints."""
+        error = np.asarray(desired, dtype=float) - np.asarray(actual, dtype=float)
+        if self.continuous.any():
+            error = np.where(self.continuous, shortest_angle(error), error)
+        return error
+
+    def near(self, positions, q):
+        """`positions` (n,) with each continuous joint's moved by whole turns to within
+        half a turn of `q` (so that positions − q is the wrapped error); the array itself
+        without continuous joints."""
+        if not self.continuous.any():
+            return positions
+        q = np.asarray(q, dtype=float)
+        return np.where(self.continuous, q + self.position_error(positions, q), positions)
 
     def _require_plan(self):
         if self._plan is None:
@@ -815,6 +864,9 @@ class JointTrajectorySampler:
             self._integrate(fields, knot_times, t0, p_ref[columns], v_ref[columns],
                             a_ref[columns], columns)
         knots_p = self._widen(fields['positions'], columns, p_ref)
+        if self.continuous.any() and len(knots_p):      # the short way to the first point
+            turn = self.continuous & self._named(columns)
+            p_ref = np.where(turn, nearest_turn(p_ref, knots_p[0]), p_ref)
         knots_v, knots_a, knots_e = (
             None if fields[name] is None else self._widen(fields[name], columns, 0.0)
             for name in ('velocities', 'accelerations', 'effort'))
@@ -871,6 +923,11 @@ class JointTrajectorySampler:
         self._check_limits(positions, columns)
         fields['positions'] = positions
         fields['velocities'] = velocities
+
+    def _named(self, columns):
+        named = np.zeros(self.n, dtype=bool)
+        named[columns] = True
+        return named
 
     def _widen(self, values, columns, fill):
         """(m, c) message columns -> (m, n) in `joints` order; missing joints get `fill`."""

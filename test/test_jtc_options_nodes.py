@@ -373,6 +373,59 @@ class TestStopAgainstJtc:
         assert_within_jtc_bounds(states[last:], SLOW_DECELERATION)
 
 
+# ========================================================================== continuous joints
+
+TWO_PI = 2.0 * np.pi
+LIMIT = 6.283185307179586           # config/sim.yaml's +-2 pi, kept on joints 1-5
+
+
+@pytest.fixture(scope='class')
+def continuous_wrist():
+    """joint_6 continuous (robot.continuous of the DH model, without position limits)."""
+    loop = Loop('robot.continuous:=[false, false, false, false, false, true]',
+                f'robot.position_min:=[{", ".join([str(-LIMIT)] * 5)}, -.inf]',
+                f'robot.position_max:=[{", ".join([str(LIMIT)] * 5)}, .inf]')
+    yield loop
+    loop.close()
+
+
+class TestContinuousJoint:
+    """As JTC since Jazzy: a goal across +-pi on a continuous joint takes the short way
+    (0.28 rad from 3.0 to -3.0, not 6.0), and succeeds on the wrapped goal error."""
+
+    def goal_to(self, loop, q6, seconds):
+        """One point: joint_6 at q6, the others where they are (the first segment is the
+        one JTC wraps; later points are followed as given)."""
+        target = np.asarray(loop.plant.q).copy()
+        target[5] = q6
+        return FollowJointTrajectory.Goal(trajectory=JointTrajectory(
+            joint_names=JOINTS, points=[JointTrajectoryPoint(
+                positions=target.tolist(), time_from_start=duration(seconds))]))
+
+    def test_a_goal_across_pi_takes_the_short_way(self, continuous_wrist):
+        loop = continuous_wrist
+        assert loop.controller.model.continuous.tolist() == [False] * 5 + [True]
+        status, result = loop.outcome(loop.send(self.goal_to(loop, 3.0, 2.0)))
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        loop.settle(0.3)
+        start = float(loop.plant.q[5])
+        assert start == pytest.approx(3.0, abs=0.01)
+        before = len(loop.client.states)
+        goal = loop.send(self.goal_to(loop, -3.0, 1.0))
+        status, result = loop.outcome(goal)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        loop.settle(0.3)
+        states = loop.client.states[before:]
+        q6 = np.array([s.feedback.positions[5] for s in states])
+        # the plant's angle runs on: 3.0 -> 3.28 (= -3.0 + 2 pi), never back through 0
+        assert float(loop.plant.q[5]) == pytest.approx(TWO_PI - 3.0, abs=0.01)
+        assert np.all(q6 >= start - 0.02) and np.all(q6 <= TWO_PI - 3.0 + 0.02)
+        # the reported error is the wrapped one: small all along, not 6 rad
+        errors = np.array([s.error.positions[5] for s in states])
+        assert np.max(np.abs(errors)) < 0.05
+        assert abs(result.error_code) == 0      # SUCCESSFUL
+
+
 # ========================================================================== live options
 
 @pytest.fixture(scope='class')
