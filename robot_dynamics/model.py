@@ -162,7 +162,7 @@ class RobotModel:
                  gravity=DEFAULT_GRAVITY, armature=None, viscous_friction=None,
                  coulomb_friction=None, position_min=None, position_max=None,
                  velocity_max=None, effort_max=None, payload=None,
-                 accept_nonphysical_inertia=False):
+                 accept_nonphysical_inertia=False, continuous=None):
         if dh_convention not in CONVENTIONS:
             raise ValueError(f'robot.dh_convention: unknown convention {dh_convention!r}, '
                              f'expected one of {CONVENTIONS}')
@@ -194,6 +194,7 @@ class RobotModel:
                 self._inertia[i], self._mass[i])])
         self._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                              position_min, position_max, velocity_max, effort_max, payload)
+        self._continuous = self._continuous_flags(continuous)
         for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
                       self._inertia):
             array.setflags(write=False)
@@ -241,6 +242,35 @@ class RobotModel:
         self._effort_max = _optional('effort_max', effort_max, n, math.inf, positive=True)
         self._payload = _payload(payload)
 
+    def _continuous_flags(self, continuous):
+        """`robot.continuous`: one true/false per joint (default all false); a continuous
+        joint turns without end (URDF ``continuous``): revolute, without position limits."""
+        n = self._n
+        if continuous is None:
+            flags = np.zeros(n, dtype=bool)
+        else:
+            values = list(continuous) if isinstance(continuous, (list, tuple, np.ndarray)) \
+                else None
+            if values is None or len(values) != n:
+                raise ValueError(f'robot.continuous: expected {n} values true/false (one per '
+                                 f'joint), got {continuous!r}')
+            for i, value in enumerate(values):
+                if not isinstance(value, (bool, np.bool_)):
+                    raise ValueError(f'robot.continuous[{i}]: expected true or false, got '
+                                     f'{value!r}')
+            flags = np.array(values, dtype=bool)
+        for i in np.flatnonzero(flags):
+            if self._joint_types[i] != REVOLUTE:
+                raise ValueError(f'robot.continuous[{i}]: joint {i + 1} is '
+                                 f'{self._joint_types[i]}; only a revolute joint can be '
+                                 'continuous')
+            if math.isfinite(self._position_min[i]) or math.isfinite(self._position_max[i]):
+                raise ValueError(f'robot.continuous[{i}]: joint {i + 1} has position limits '
+                                 f'[{self._position_min[i]}, {self._position_max[i]}]; a '
+                                 'continuous joint has none')
+        flags.setflags(write=False)
+        return flags
+
     # ------------------------------------------------------------------ construction
 
     @classmethod
@@ -253,7 +283,7 @@ class RobotModel:
             raise ValueError(f'robot: expected a mapping of parameters, got {type(robot).__name__}')
         block = _nest({key: value for key, value in _flatten(robot).items() if value is not None})
         known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
-                 'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia',
+                 'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia', 'continuous',
                  *PER_JOINT_OPTIONAL}
         source = block.get('source', 'dh')
         if source != 'dh':
@@ -271,7 +301,8 @@ class RobotModel:
             if key not in block:
                 raise ValueError(f'robot.{key}: missing required key')
         kwargs = {key: block[key] for key in required}
-        for key in ('gravity', 'accept_nonphysical_inertia', *PER_JOINT_OPTIONAL):
+        for key in ('gravity', 'accept_nonphysical_inertia', 'continuous',
+                    *PER_JOINT_OPTIONAL):
             if key in block:
                 kwargs[key] = block[key]
         if 'payload' in block:
@@ -295,10 +326,12 @@ class RobotModel:
     def from_chain(cls, chain, joint_names=None, gravity=DEFAULT_GRAVITY, armature=None,
                    viscous_friction=None, coulomb_friction=None, position_min=None,
                    position_max=None, velocity_max=None, effort_max=None, payload=None,
-                   params=None, source='urdf', accept_nonphysical_inertia=False):
+                   params=None, source='urdf', accept_nonphysical_inertia=False,
+                   continuous=None):
         """A model from a ready `Chain` that is not a DH table (e.g. read from a URDF by
         `robot_dynamics.urdf`). The chain's inertias must exclude the payload; `params` is
-        the `robot` block that rebuilds the model (returned by `to_params`)."""
+        the `robot` block that rebuilds the model (returned by `to_params`); `continuous`:
+        per joint, true for a joint that turns without end (URDF ``continuous``)."""
         n = len(chain.prismatic)
         if n == 0:
             raise ValueError('robot: a chain needs at least one movable joint')
@@ -322,6 +355,7 @@ class RobotModel:
         new._inertia = _read_only(np.einsum('nji,njk,nkl->nil', R_l, chain.inertia, R_l))
         new._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                             position_min, position_max, velocity_max, effort_max, payload)
+        new._continuous = new._continuous_flags(continuous)
         fields = {key: _read_only(getattr(chain, key)) for key in Chain.__dataclass_fields__
                   if key != 'prismatic'}
         prismatic = np.array(chain.prismatic, dtype=bool)
@@ -436,6 +470,11 @@ class RobotModel:
     position_max = property(lambda self: self._position_max)
     velocity_max = property(lambda self: self._velocity_max)
     effort_max = property(lambda self: self._effort_max)
+    continuous = property(
+        lambda self: self._continuous,
+        doc='(n,) bool: the joints that turn without end (URDF continuous joints, or '
+            'robot.continuous of a DH model); a controller wraps their position errors into '
+            '(-pi, pi].')
     payload = property(lambda self: self._payload)
     chain = property(lambda self: self._chain, doc='The precomputed internal chain.')
 
@@ -463,6 +502,8 @@ class RobotModel:
         }
         if self._accept_nonphysical:
             block['accept_nonphysical_inertia'] = True
+        if self._continuous.any():
+            block['continuous'] = [bool(c) for c in self._continuous]
         defaults = {'armature': 0.0, 'viscous_friction': 0.0, 'coulomb_friction': 0.0,
                     'position_min': -math.inf, 'position_max': math.inf,
                     'velocity_max': math.inf, 'effort_max': math.inf}

@@ -24,21 +24,27 @@ same mapping. While f is 1 and has always been, s is t exactly (bit for bit).
 import bisect
 import math
 
-__all__ = ['DEFAULT_RATE_LIMIT', 'ScaledTime', 'check_factor', 'scale_derivatives']
+__all__ = ['DEFAULT_RATE_LIMIT', 'FACTOR_TOLERANCE', 'ScaledTime', 'check_factor',
+           'scale_derivatives']
 
 DEFAULT_RATE_LIMIT = 2.0    # 1/s: from 1 to 0 (or back) in 0.5 s
 MAX_RAMPS = 4096            # ramps kept for past times; older ones are forgotten
+FACTOR_TOLERANCE = 1e-6     # a factor up to 1 + this is taken as 1 (rounding of a bridge)
 
 
 def check_factor(value):
-    """`value` as a float in [0, 1], or ValueError naming it (NaN, inf, negative, > 1, or
-    not a number)."""
+    """`value` as a float in [0, 1], or ValueError naming it (NaN, inf, negative, above
+    1 + FACTOR_TOLERANCE, or not a number). A factor within FACTOR_TOLERANCE above 1 (a
+    bridge's 1 + ε after a pause) is 1."""
     try:
         factor = float(value)
     except (TypeError, ValueError):
         raise ValueError(f'{value!r} is not a number') from None
+    if 1.0 < factor <= 1.0 + FACTOR_TOLERANCE:
+        return 1.0
     if not 0.0 <= factor <= 1.0:                    # NaN fails too
-        raise ValueError(f'{factor!r} is not a finite number in [0, 1]')
+        raise ValueError(f'{factor!r} is not a finite number in [0, 1] (up to '
+                         f'1 + {FACTOR_TOLERANCE:g} taken as 1)')
     return factor
 
 

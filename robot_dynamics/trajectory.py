@@ -25,8 +25,12 @@ A `JointTrajectorySampler` turns accepted `TrajectoryCommand`s (the content of a
   missing velocities) by trapezoidal integration of their velocities (accelerations) from
   the start reference, as JTC's `deduce_from_derivatives`.
 - `stop`: to rest at once (hold) or, with `max_deceleration_on_cancel`, along a reference
-  per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here with
-  q̈_d continuous, `deceleration_plan`).
+  per joint whose deceleration never exceeds it (JTC's `decelerate_on_cancel`; here
+  jerk-limited, q̈_d continuous, `deceleration_plan`).
+- Continuous joints (`continuous`, JTC's angle wraparound): knot 0 of a new trajectory is
+  moved by whole turns to within half a turn of its first point, so the joint takes the
+  short way; `shortest_angle` wraps position errors into (−π, π] (`at_goal`; the
+  controller's law and tolerances).
 - Speed scaling (speed_scaling.py): the trajectory's time s advances at a factor f ∈ [0, 1]
   of the controller's time; every method takes controller time and maps it to s, and the
   reference's velocity and acceleration are scaled (f·q_d', f²·q_d'' + ḟ·q_d').
@@ -45,7 +49,8 @@ __all__ = ['TrajectoryRejected', 'InvalidJoints', 'EndsInThePast', 'OutsideTraje
            'finite_number', 'INTERPOLATION_METHODS',
            'TrajectoryPoint', 'TrajectoryCommand', 'Reference', 'JointTrajectorySampler',
            'quintic_coefficients', 'cubic_coefficients', 'clamped_spline_knots',
-           'stop_duration', 'deceleration_plan']
+           'stop_phases', 'stop_duration', 'deceleration_plan', 'shortest_angle',
+           'nearest_turn']
 
 
 # |position|, |velocity|, |acceleration| beyond this [rad, m, s]: rejected (larger finite
@@ -54,11 +59,12 @@ MAX_ABS_VALUE = 1.0e6
 # A last point's velocity counts as non-zero beyond this (JTC compares with float epsilon).
 FLOAT_EPSILON = float(np.finfo(np.float32).eps)
 INTERPOLATION_METHODS = ('splines', 'none')
-MIN_STOP = 0.1      # s: the shortest stop of a moving joint (`stop_duration`)
-# The stop's reference decelerates at most this share of max_deceleration_on_cancel: the
-# rest is for the arm's tracking transient (a cycle of control latency; 7.5 % measured on
-# the PUMA 560 loop at 100 Hz, doc/trajectories.md), so that the arm stays within it too.
-STOP_SHARE = 0.9
+# The stop (`stop_phases`): the deceleration ramps to max_deceleration_on_cancel a in
+# T_j = STOP_RAMP_SHARE |q̇0| / a, from q̈0 = 0: the stop then takes and covers
+# 1 + STOP_RAMP_SHARE times JTC's |q̇0| / a and q̇0² / (2a). From a non-zero q̈0 at least
+# STOP_RAMP_TIME |q̈0| / a: a joint at a velocity turning point ramps q̈0 to 0, not in a step.
+STOP_RAMP_SHARE = 0.15
+STOP_RAMP_TIME = 0.02   # s
 
 
 class TrajectoryRejected(ValueError):
@@ -283,40 +289,46 @@ def _hold_plan(positions, now):
     return _Plan(np.array([now]), np.zeros((0, 6, positions.size)), positions, hold=True)
 
 
-def stop_duration(v0, a0, max_deceleration):
-    """The duration T of `deceleration_plan`'s stop of one joint from velocity v0 and
-    acceleration a0: short enough to be useful, long enough that |q̈| never exceeds
-    max(max_deceleration, |a0|), and at least MIN_STOP (q̈_d then returns to 0 without a
-    jump also when the joint is at a velocity turning point). q̇ is the cubic Hermite from
-    (v0, a0) to (0, 0) on [0, T], so at s = t / T
-        q̈(s) = (6 v0 / T + 3 a0) s² − (6 v0 / T + 4 a0) s + a0,
-    whose largest magnitude on [0, 1] is at s = 0 (|a0|), s = 1 (0) or the vertex; T is
-    found by bisection (a joint at rest: T = 0)."""
+def stop_phases(v0, a0, max_deceleration):
+    """The stop of one joint from velocity v0 and acceleration a0 to rest, as phases of
+    constant jerk: [(duration, jerk)], empty for a joint at rest. With a = max_deceleration
+    (> 0) and, for the motion in the direction of v0 (of a0 when v0 = 0), the jerk
+    J = a / T_j, T_j = max(STOP_RAMP_SHARE |v0|, STOP_RAMP_TIME |a0|) / a:
+
+    1. q̈ ramps at ±J from a0 to −P (P = a, or lower when v0 is too small to reach a),
+    2. stays at −P while the velocity comes down,
+    3. ramps at J from −P back to 0, reaching q̇ = 0 with it.
+
+    A joint already braking so hard (a0 opposing v0) that a ramp of a0 to 0 at J would
+    reverse it ramps a0 linearly to 0 over 2 |v0| / |a0| instead (one phase). |q̈| never
+    exceeds max(a, |a0|) and q̈ is continuous. From a0 = 0 the stop takes (1 + k) |v0| / a
+    and covers (1 + k) v0² / (2a), k = STOP_RAMP_SHARE: JTC's constant deceleration takes
+    |v0| / a (plus a control cycle) for v0² / (2a). A stop too short for the floating-point
+    jerk (|v0| / a below ~1e-300 s) is empty: the joint holds at once."""
+    v0, a0, limit = float(v0), float(a0), float(max_deceleration)
     if v0 == 0.0 and a0 == 0.0:
-        return 0.0
-    limit = max(float(max_deceleration), abs(a0))
+        return []
+    sign = 1.0 if v0 > 0.0 or (v0 == 0.0 and a0 > 0.0) else -1.0
+    v, alpha = sign * v0, sign * a0         # moving forwards: v >= 0
+    ramp = max(STOP_RAMP_SHARE * v, STOP_RAMP_TIME * abs(alpha)) / limit
+    jerk = limit / ramp if ramp > 0.0 else math.inf
+    if not math.isfinite(jerk):
+        return []
+    if alpha < 0.0 and alpha * alpha >= 2.0 * jerk * v:
+        duration = 2.0 * v / -alpha         # braking already: a0 -> 0 reaches rest
+        return [(duration, sign * -alpha / duration)] if duration > 0.0 else []
+    peak = limit if alpha <= -limit else min(limit, math.sqrt(jerk * v + 0.5 * alpha * alpha))
+    t1 = abs(alpha + peak) / jerk
+    t3 = peak / jerk
+    lost = 0.5 * (peak - alpha) * t1 + 0.5 * peak * t3      # velocity lost in the ramps
+    t2 = max((v - lost) / peak, 0.0)
+    j1 = -jerk if alpha > -peak else jerk
+    return [(t, sign * j) for t, j in ((t1, j1), (t2, 0.0), (t3, jerk)) if t > 0.0]
 
-    def peak(T):
-        alpha, beta = 6.0 * v0 / T + 3.0 * a0, -(6.0 * v0 / T + 4.0 * a0)
-        worst = abs(a0)
-        if alpha != 0.0 and 0.0 < -beta / (2.0 * alpha) < 1.0:
-            s = -beta / (2.0 * alpha)
-            worst = max(worst, abs((alpha * s + beta) * s + a0))
-        return worst
 
-    high = max(1.5 * abs(v0) / limit, MIN_STOP)
-    while peak(high) > limit:
-        high *= 2.0
-    low = MIN_STOP
-    if peak(low) <= limit:
-        return low
-    for _ in range(60):                     # `high` stays within the limit
-        middle = 0.5 * (low + high)
-        if peak(middle) <= limit:
-            high = middle
-        else:
-            low = middle
-    return high
+def stop_duration(v0, a0, max_deceleration):
+    """The duration of `stop_phases`' stop of one joint (0 for a joint at rest)."""
+    return math.fsum(t for t, _ in stop_phases(v0, a0, max_deceleration))
 
 
 def _shifted(c, s):
@@ -328,43 +340,63 @@ def _shifted(c, s):
 
 
 def deceleration_plan(positions, velocities, max_deceleration, now, accelerations=None):
-    """Each joint from (q, q̇, q̈) at `now` to rest (JTC's decelerate_on_cancel) with its
-    deceleration never beyond STOP_SHARE · max_deceleration[i]; unlike JTC's constant
-    deceleration (a step in q̈_d at the start and at the end, which a computed-torque law
-    turns into torque steps) q̇ is a cubic Hermite from (q̇0, q̈0) to rest over `stop_duration`, so q̈_d
-    is continuous: with q̈0 = 0 the stop takes 1.5 |q̇0| / (0.9 a) (JTC: |q̇0| / a) and ends
-    q̇0 T / 2 + q̈0 T² / 12 from where it began. A `_Plan` of quartic pieces between the
-    joints' stop times; a joint at rest holds at once."""
+    """Each joint from (q, q̇, q̈) at `now` to rest (JTC's decelerate_on_cancel) along
+    `stop_phases`: q̈ ramps to −max_deceleration[i] and back (jerk-limited, a trapezoid in
+    q̈), so |q̈| never exceeds it (or |q̈0|, where that is larger) and q̈ is continuous;
+    unlike JTC's constant deceleration, a step in q̈_d at the start and at the end that a
+    computed-torque law turns into torque steps. From q̈0 = 0 the stop takes 1.15 |q̇0| / a
+    and covers 1.15 q̇0² / (2a) (JTC: |q̇0| / a, q̇0² / (2a)). A `_Plan` of cubic pieces
+    between the joints' phase boundaries; a joint at rest holds at once."""
     p0 = np.array(positions, dtype=float)
     v0 = np.array(velocities, dtype=float)
     a0 = np.zeros_like(v0) if accelerations is None else np.array(accelerations, dtype=float)
-    stop = np.array([stop_duration(v, a, STOP_SHARE * d)
-                     for v, a, d in zip(v0, a0, max_deceleration)])
-    rest = p0 + stop * (v0 / 2.0 + stop * a0 / 12.0)
-    ends = np.unique(stop[stop > 0.0])
-    if ends.size == 0:
+    pieces, rest, knots = [], p0.copy(), {0.0}
+    for i in range(p0.size):            # each joint's phases: (start, end, coefficients)
+        p, v, a, t, joint = p0[i], v0[i], a0[i], 0.0, []
+        for h, jerk in stop_phases(v0[i], a0[i], max_deceleration[i]):
+            joint.append((t, t + h, np.array([p, v, 0.5 * a, jerk / 6.0, 0.0, 0.0])))
+            p, v, a = (p + h * (v + h * (0.5 * a + h * jerk / 6.0)), v + h * (a + 0.5 * h * jerk),
+                       a + h * jerk)
+            t += h
+            knots.add(t)
+        pieces.append(joint)
+        rest[i] = p
+    times = np.array(sorted(knots))
+    if times.size == 1:
         plan = _hold_plan(p0, now)
         plan.hold = False                   # a (trivial) stop trajectory, as JTC's
         plan.armed = False
         return plan
-    # q(t) per joint in powers of t: q0, q̇0, q̈0/2, c2/3, c3/4, q̇ = q̇0 + q̈0 t + c2 t² + c3 t³
-    polynomials = np.zeros((p0.size, 6))
-    for i, T in enumerate(stop):
-        if T > 0.0:
-            c2 = -3.0 * v0[i] / T**2 - 2.0 * a0[i] / T
-            c3 = 2.0 * v0[i] / T**3 + a0[i] / T**2
-            polynomials[i, :5] = p0[i], v0[i], 0.5 * a0[i], c2 / 3.0, c3 / 4.0
-    starts = np.concatenate([[0.0], ends[:-1]])
-    coefficients = np.zeros((starts.size, 6, p0.size))
-    for k, s in enumerate(starts):
-        for i in range(p0.size):
-            if stop[i] > s:
-                coefficients[k, :, i] = _shifted(polynomials[i], s)
-            else:
+    coefficients = np.zeros((times.size - 1, 6, p0.size))
+    for k, s in enumerate(times[:-1]):
+        for i, joint in enumerate(pieces):
+            phase = next((x for x in joint if x[0] <= s < x[1]), None)
+            if phase is None:
                 coefficients[k, 0, i] = rest[i]
-    plan = _Plan(now + np.concatenate([[0.0], ends]), coefficients, rest)
+            else:
+                coefficients[k, :, i] = _shifted(phase[2], s - phase[0])
+    plan = _Plan(now + times, coefficients, rest)
     plan.armed = False
     return plan
+
+
+def shortest_angle(difference):
+    """`difference` (rad, array or float) wrapped into (−π, π]: the shortest rotation
+    between two angles."""
+    wrapped = np.pi - np.mod(np.pi - np.asarray(difference, dtype=float), 2.0 * np.pi)
+    return float(wrapped) if np.ndim(wrapped) == 0 else wrapped
+
+
+def nearest_turn(start, target):
+    """`start` moved by whole turns to within half a turn of `target` (per element): the
+    start from which `target` is reached the short way; at exactly half a turn, the way
+    of target − start (as JTC's wraparound)."""
+    start = np.asarray(start, dtype=float)
+    target = np.asarray(target, dtype=float)
+    distance = shortest_angle(target - start)
+    half = np.abs(np.abs(distance) - np.pi) < 1e-9
+    distance = np.where(half, np.copysign(np.abs(distance), target - start), distance)
+    return target - distance
 
 
 PAUSED = 1e-3       # a speed scaling factor at most this: a stop holds at once
@@ -379,7 +411,8 @@ class JointTrajectorySampler:
                  allow_partial_joints_goal=False, allow_nonzero_velocity_at_trajectory_end=True,
                  interpolation_method='splines', allow_integration_in_goal_trajectories=False,
                  max_deceleration_on_cancel=None,
-                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT):
+                 speed_scaling_factor=1.0, speed_scaling_rate_limit=DEFAULT_RATE_LIMIT,
+                 continuous=None):
         self.joints = tuple(str(j) for j in joints)
         if not self.joints or len(set(self.joints)) != len(self.joints):
             raise ValueError(f'joints: expected unique names, got {list(self.joints)}')
@@ -407,6 +440,12 @@ class JointTrajectorySampler:
                 raise ValueError(f'max_deceleration_on_cancel: expected {self.n} finite '
                                  f'values > 0, got {list(decel)}')
             self.max_deceleration_on_cancel = decel
+        self.continuous = np.zeros(self.n, dtype=bool)
+        if continuous is not None:
+            flags = np.asarray(continuous).reshape(-1)
+            if flags.shape != (self.n,) or flags.dtype != bool:
+                raise ValueError(f'continuous: expected {self.n} booleans, got {continuous!r}')
+            self.continuous = flags.copy()
         self._plan = None
         self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
         self._deferred_factor = None        # a factor that came during a stop
@@ -618,7 +657,8 @@ class JointTrajectorySampler:
         for name, tol in (('goal_tolerance', goal_tol), ('stopped_velocity_tolerance', vel_tol)):
             if tol.ndim > 1 or tol.size not in (1, self.n):
                 raise ValueError(f'at_goal: {name} needs 1 or {self.n} values, got {tol.size}')
-        position_ok = (goal_tol <= 0.0) | (np.abs(q - self._plan.final) <= goal_tol)
+        position_ok = (goal_tol <= 0.0) | (np.abs(self.position_error(self._plan.final, q))
+                                           <= goal_tol)
         velocity_ok = (vel_tol <= 0.0) | (np.abs(qd) <= vel_tol)
         return bool((position_ok & velocity_ok).all())
 
@@ -626,9 +666,26 @@ class JointTrajectorySampler:
         """`at_goal` with one tolerance for all joints (the controller's case, every cycle
         while holding): on lists of floats, a few µs instead of ~20 with numpy."""
         if not goal_tol <= 0.0 and not all(abs(e) <= goal_tol     # NaN tolerance: never
-                                           for e in (q - self._plan.final).tolist()):
+                                           for e in self.position_error(
+                                               self._plan.final, q).tolist()):
             return False
         return vel_tol <= 0.0 or all(abs(v) <= vel_tol for v in qd.tolist())
+
+    def position_error(self, desired, actual):
+        """desired − actual (n,), wrapped into (−π, π] for the continuous joints."""
+        error = np.asarray(desired, dtype=float) - np.asarray(actual, dtype=float)
+        if self.continuous.any():
+            error = np.where(self.continuous, shortest_angle(error), error)
+        return error
+
+    def near(self, positions, q):
+        """`positions` (n,) with each continuous joint's moved by whole turns to within
+        half a turn of `q` (so that positions − q is the wrapped error); the array itself
+        without continuous joints."""
+        if not self.continuous.any():
+            return positions
+        q = np.asarray(q, dtype=float)
+        return np.where(self.continuous, q + self.position_error(positions, q), positions)
 
     def _require_plan(self):
         if self._plan is None:
@@ -807,6 +864,9 @@ class JointTrajectorySampler:
             self._integrate(fields, knot_times, t0, p_ref[columns], v_ref[columns],
                             a_ref[columns], columns)
         knots_p = self._widen(fields['positions'], columns, p_ref)
+        if self.continuous.any() and len(knots_p):      # the short way to the first point
+            turn = self.continuous & self._named(columns)
+            p_ref = np.where(turn, nearest_turn(p_ref, knots_p[0]), p_ref)
         knots_v, knots_a, knots_e = (
             None if fields[name] is None else self._widen(fields[name], columns, 0.0)
             for name in ('velocities', 'accelerations', 'effort'))
@@ -863,6 +923,11 @@ class JointTrajectorySampler:
         self._check_limits(positions, columns)
         fields['positions'] = positions
         fields['velocities'] = velocities
+
+    def _named(self, columns):
+        named = np.zeros(self.n, dtype=bool)
+        named[columns] = True
+        return named
 
     def _widen(self, values, columns, fill):
         """(m, c) message columns -> (m, n) in `joints` order; missing joints get `fill`."""

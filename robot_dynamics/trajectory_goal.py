@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_dynamics.trajectory import (EndsInThePast, finite_number, InvalidJoints,
-                                       TrajectoryRejected)
+                                       shortest_angle, TrajectoryRejected)
 
 __all__ = ['SUCCESSFUL', 'INVALID_GOAL', 'INVALID_JOINTS', 'OLD_HEADER_TIMESTAMP',
            'PATH_TOLERANCE_VIOLATED', 'GOAL_TOLERANCE_VIOLATED', 'JointTolerance',
@@ -152,13 +152,17 @@ class TrajectoryGoalMonitor:
     joints: the controller's joints; goal_positions (n,): where the trajectory ends (the
     sampler's `goal_positions`); start_time, end_time: when the trajectory starts and reaches
     its last point [s, controller clock]; path, goal: StateTolerances; goal_time_tolerance [s]
-    (0 = no limit)."""
+    (0 = no limit); continuous (n,) bool: joints whose goal position error is wrapped into
+    (−π, π] (the path errors come from a reference the controller already put within half
+    a turn of q)."""
 
     UNITS = ('rad|m', 'rad/s|m/s', 'rad/s^2|m/s^2')
 
     def __init__(self, joints, goal_positions, start_time, end_time, path, goal,
-                 goal_time_tolerance):
+                 goal_time_tolerance, continuous=None):
         self.joints = tuple(joints)
+        self.continuous = (np.zeros(len(self.joints), dtype=bool) if continuous is None
+                           else np.asarray(continuous, dtype=bool))
         self.goal_positions = np.array(goal_positions, dtype=float)
         self.start_time = float(start_time)
         self.end_time = float(end_time)
@@ -193,7 +197,11 @@ class TrajectoryGoalMonitor:
             return GoalOutcome(PATH_TOLERANCE_VIOLATED,
                                f'path_tolerance violated at t = {t - self.start_time:.3f} s '
                                f'of the trajectory: {violation}; holding the position')
-        errors = {'position': self.goal_positions - q, 'velocity': -np.asarray(qd)}
+        position_error = self.goal_positions - q
+        if self.continuous.any():
+            position_error = np.where(self.continuous, shortest_angle(position_error),
+                                      position_error)
+        errors = {'position': position_error, 'velocity': -np.asarray(qd)}
         if qdd is not None:
             errors['acceleration'] = -qdd
         elif self.acceleration is not None and (self.goal.acceleration > 0.0).any():

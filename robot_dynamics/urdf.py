@@ -28,6 +28,8 @@ Decisions (doc/urdf.md):
 * A movable joint's child link without <inertial> is massless (ModelWarning).
 * ``robot.inertials`` {mass, com, inertia} (optional) replaces every body's inertial data
   (`inertial_override`): an identified arm is loaded without editing the URDF.
+* ``continuous`` joints are `RobotModel.continuous` (they turn without end: a controller
+  wraps their position error), unless ``robot.position_min``/``max`` give them limits.
 * <limit>: lower/upper -> position_min/max (revolute, prismatic; continuous: none),
   velocity -> velocity_max, effort -> effort_max; a value <= 0 or lower == upper means
   "no limit" (warning). <dynamics damping friction> -> viscous/coulomb friction only with
@@ -536,10 +538,24 @@ def _urdf_model(text, origin, base_link, tip_link, gravity, use_urdf_friction,
               **{key: list(value) for key, value in overrides.items()}}
     if inertials is not None:
         params['inertials'] = {key: list(inertials[key]) for key in ('mass', 'com', 'inertia')}
+    # continuous joints turn without end, unless position limits were given for them
+    continuous = [j.type == 'continuous' and not (
+        math.isfinite(low) or math.isfinite(high))
+        for j, low, high in zip(joints, *(_as_list(options[key], len(joints))
+                                          for key in ('position_min', 'position_max')))]
     return RobotModel.from_chain(chain, joint_names=[j.name for j in joints], gravity=gravity,
                                  payload=payload, params=params,
                                  accept_nonphysical_inertia=accept_nonphysical_inertia,
-                                 **options)
+                                 continuous=continuous, **options)
+
+
+def _as_list(values, n):
+    """Per-joint limits as n floats (a bad override is left for RobotModel to name)."""
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        return [math.inf] * n
+    return out if len(out) == n else [math.inf] * n
 
 
 def model_from_params(block):
@@ -552,7 +568,7 @@ def model_from_params(block):
     descriptions; `source` selects one).
     """
     dh_keys = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
-               'inertia'}
+               'inertia', 'continuous'}     # continuous: the URDF's joint types decide
     known = {'source', 'name', 'description', 'gravity', 'payload', 'inertials',
              'accept_nonphysical_inertia', *URDF_KEYS, *PER_JOINT_OPTIONAL}
     unknown = sorted(set(block) - known - dh_keys)

@@ -86,6 +86,7 @@ def call_service(harness, client, request, what, resend_after=None, while_waitin
 def layered_params_file(param_files, items):
     """A params file giving each 'name:=value' item to every node a file names with the
     parameter set (so the item wins there too), or None if no item needs it."""
+    import copy
     import tempfile
     import yaml
     sections = {}
@@ -110,7 +111,7 @@ def layered_params_file(param_files, items):
                 *parents, leaf = name.split('.')
                 for part in parents:
                     target = target.setdefault(part, {})
-                target[leaf] = value
+                target[leaf] = copy.deepcopy(value)     # no YAML alias: rcl refuses them
     if not layered:
         return None
     handle, path = tempfile.mkstemp(prefix='ros_testing_', suffix='.yaml')

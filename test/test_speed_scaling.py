@@ -111,6 +111,19 @@ def test_factors_outside_0_1_or_not_finite_are_refused_naming_the_value(value):
         ScaledTime(factor=value)
 
 
+@pytest.mark.parametrize('value', [1.000000000001, 1.0 + 1e-6, 1.0 + 5e-7])
+def test_a_factor_within_1e_6_above_1_is_taken_as_1(value):
+    assert check_factor(value) == 1.0
+    clock = ScaledTime(factor=value)
+    assert clock.initial == 1.0
+    clock.start(0.0)
+    clock.request(0.0, 1.0)
+    clock.request(value, 2.0)               # a bridge's 1 + ε after a pause: resumes
+    assert clock.requested == 1.0 and clock.factor(10.0) == 1.0
+    with pytest.raises(ValueError, match=r'1\.000002'):
+        check_factor(1.0 + 2e-6)
+
+
 def test_the_rate_limit_must_be_a_finite_positive_number():
     for rate in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match='rate_limit'):
@@ -318,7 +331,10 @@ def test_a_factor_that_comes_during_a_stop_applies_after_it():
     s.set_speed_scaling_factor(0.0, NOW + 1.01)     # would cut the stop short on the clock
     times, velocities, accelerations = clock_acceleration(s, NOW + 1.0, NOW + 3.0)
     assert np.all(np.abs(accelerations) <= DECELERATION + 1e-6)
-    assert s.speed_scaling_factor(NOW + 1.2) == 0.5             # frozen during the stop
+    rest = times[np.flatnonzero(~velocities.any(axis=1))[0]]    # the stop's end
+    assert rest > NOW + 1.05                                    # after the new factor came
+    for t in np.linspace(NOW + 1.0, rest - 0.01, 20):
+        assert s.speed_scaling_factor(t) == 0.5                 # frozen during the stop
     assert s.speed_scaling_factor(times[-1] + 0.5) == 0.0       # then the new one
 
 

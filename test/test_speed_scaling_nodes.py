@@ -163,6 +163,45 @@ def test_bad_factors_are_refused_with_one_line_naming_the_value(loop, capfd):
         assert 'speed_scaling_input' in line and value in line and 'stays 0.7' in line
 
 
+def test_a_factor_just_above_1_is_1_and_a_refusal_is_a_warning_on_diagnostics(loop, capfd):
+    """1 + 1e-12 (a bridge's rounding after a pause) resumes at 1; a refused factor shows on
+    /diagnostics as `speed scaling refused` with WARN until a valid factor arrives."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    harness, plant, controller, client, factor = loop
+    reports = []
+    name = 'computed_torque_controller: control loop'
+    client.create_subscription(DiagnosticArray, '/diagnostics', lambda msg: reports.extend(
+        s for s in msg.status if s.name == name), 100)
+    factor.publish(SpeedScalingFactor(factor=0.0))
+    harness.spin_until(lambda: client.states[-1].speed_scaling_factor == 0.0, 'the pause')
+    capfd.readouterr()
+    factor.publish(SpeedScalingFactor(factor=1.000000000001))
+    harness.spin_until(lambda: client.states[-1].speed_scaling_factor == 1.0,
+                       'factor 1 from 1 + 1e-12')
+    assert controller.sampler.scaled_time.requested == 1.0
+    assert 'refused' not in capfd.readouterr().err
+
+    def latest():
+        return {kv.key: kv.value for kv in reports[-1].values} if reports else {}
+    mark = len(reports)
+    factor.publish(SpeedScalingFactor(factor=1.01))
+    harness.spin_until(lambda: len(reports) > mark and 'factor stays 1' in latest().get(
+        'speed scaling refused', ''), 'the refusal on /diagnostics')
+    refused = reports[-1]
+    assert refused.level == bytes([1]) or refused.level == 1       # WARN
+    assert '1.01' in latest()['speed scaling refused']
+    assert 'speed_scaling_input' in refused.message and '1.01' in refused.message
+    assert latest()['speed scaling factor'] == '1'
+    assert client.states[-1].speed_scaling_factor == 1.0            # kept
+    mark = len(reports)
+    harness.spin_until(lambda: len(reports) > mark + 1, 'a later report')
+    assert 'factor stays 1' in latest()['speed scaling refused']    # until a valid one
+    factor.publish(SpeedScalingFactor(factor=1.0))
+    harness.spin_until(lambda: latest().get('speed scaling refused') == 'none',
+                       'the refusal cleared by a valid factor')
+    assert 'speed_scaling_input' not in reports[-1].message
+
+
 def test_query_state_answers_with_the_scaled_reference_while_paused(loop):
     harness, plant, controller, client, factor = loop
     service = client.create_client(QueryTrajectoryState, f'{CONTROLLER}/query_state')

@@ -11,6 +11,7 @@ import math
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -175,6 +176,7 @@ class ComputedTorqueController(Node):
         self._names = None           # the last /joint_states name list, with its mapping
         self._last_state_t = -math.inf   # cycle time of the last diagnostics [s]
         self._cmd_timeout_warned = False
+        self._continuous = bool(self.model.continuous.any())   # wrapped position errors
         # 1 % short of the period: rounding of epoch stamps never skips a due cycle
         self._state_period = (0.99 / self.state_publish_rate
                               if self.state_publish_rate > 0.0 else 0.0)
@@ -269,7 +271,8 @@ class ComputedTorqueController(Node):
             position_max=self.model.position_max, allow_partial_joints_goal=allow_partial,
             interpolation_method=interpolation,
             max_deceleration_on_cancel=self.joint_constraints.max_deceleration_on_cancel,
-            speed_scaling_factor=scaling, speed_scaling_rate_limit=scaling_rate, **flags)
+            speed_scaling_factor=scaling, speed_scaling_rate_limit=scaling_rate,
+            continuous=self.model.continuous, **flags)
 
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload
@@ -590,6 +593,9 @@ class ComputedTorqueController(Node):
                 t, self._effective_cmd_timeout()):
             self._command_timed_out(t)
         reference = self.sampler.sample(t)
+        if self._continuous:                # the wrapped error: q_d within half a turn of q
+            reference = replace(reference, positions=self.sampler.near(reference.positions,
+                                                                       self._q))
         tau = self.law.effort(self._q, self._qd, reference.positions, reference.velocities,
                               reference.accelerations)
         if reference.effort is not None:    # the points' effort feed-forward

@@ -271,6 +271,9 @@ class ControllerDiagnostics(Diagnostics):
                               'cycles')
         self.saturated_joints.clear()
         report.add('trajectory', node._status or 'none')
+        describe_speed_scaling = getattr(node, 'describe_speed_scaling', None)
+        if describe_speed_scaling is not None:      # the factor, and a refused one (WARN)
+            describe_speed_scaling(report)
         report.add('unexpected errors', str(node.unexpected_errors))
         if window['cycles'] == 0 and node.control_mode == 'timer' and report.level == OK:
             report.flag(WARN, 'no control cycle in the last report window')

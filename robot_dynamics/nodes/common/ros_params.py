@@ -37,6 +37,10 @@ ROBOT_PARAMETERS = (
     ('position_max', 'per joint upper position limit [rad | m]'),
     ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),
     ('effort_max', 'per joint effort limit [N m | N]; efforts are clipped to +-effort_max'),
+    ('continuous', 'per joint true/false (DH models; a URDF says it with its joint types): '
+                   'a revolute joint without position limits that turns without end; its '
+                   'position error is wrapped into (-pi, pi], a trajectory takes the short '
+                   'way to its first point'),
     ('payload.mass', 'payload on the last link [kg]'),
     ('payload.com', 'payload centre of mass in the last link frame (DH: the last DH frame; '
                     'URDF: the tip_link frame) [m]'),

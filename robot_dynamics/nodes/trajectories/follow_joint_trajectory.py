@@ -224,7 +224,8 @@ class FollowJointTrajectoryInterface:
         start = node.sampler.trajectory_start(command.start_time, now)
         point_times = start + np.array([p.time_from_start for p in command.points])
         monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
-                                        point_times[-1], path, goal, goal_time)
+                                        point_times[-1], path, goal, goal_time,
+                                        node.sampler.continuous)
         feedback = FollowJointTrajectory.Feedback(joint_names=list(joints))
         return _ActiveGoal(handle, monitor, point_times, feedback)
 

@@ -4,8 +4,11 @@
 mapping itself is robot_dynamics/speed_scaling.py; doc/trajectories.md, "Speed scaling".
 """
 
+import functools
+
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from robot_dynamics.nodes.common.diagnostics import WARN
 from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
 from robot_dynamics.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
 
@@ -54,7 +57,10 @@ def declare_parameters(node):
 
 def attach(node):
     """`~/speed_scaling_input` of the controller `node` (once its sampler exists), or None,
-    with one info line, when control_msgs lacks the message."""
+    with one info line, when control_msgs lacks the message. Its /diagnostics keys come
+    from `diagnose`, through ``node.describe_speed_scaling(report)``."""
+    node.speed_scaling_refused = None
+    node.describe_speed_scaling = functools.partial(diagnose, node)
     if UNAVAILABLE is not None:
         node.get_logger().info(f'control_msgs.msg.SpeedScalingFactor cannot be imported '
                                f'({UNAVAILABLE}): ~/{TOPIC} is off; the factor stays '
@@ -66,15 +72,36 @@ def attach(node):
 
 def on_factor(node, value):
     """Apply a factor received on ~/speed_scaling_input, or refuse it with one log line
-    naming the value (NaN, inf, < 0 or > 1); never raises."""
+    naming the value (NaN, inf, < 0 or > 1 + 1e-6; up to that, 1) and keep the refusal
+    for /diagnostics (`refusal`) until a valid factor arrives; never raises."""
     sampler = node.sampler
     old = sampler.scaled_time.requested
     try:
         sampler.set_speed_scaling_factor(value, node._last_t if node._ready else None)
     except ValueError as error:
-        node.get_logger().warning(f'{TOPIC}: factor refused: {error}; the factor stays '
-                                  f'{old:g}')
+        node.speed_scaling_refused = f'{error}; the factor stays {old:g}'
+        node.get_logger().warning(f'{TOPIC}: factor refused: {node.speed_scaling_refused}')
         return False
-    if sampler.scaled_time.requested != old:
-        node.get_logger().info(f'{TOPIC}: speed scaling factor {old:g} -> {value:g}')
+    node.speed_scaling_refused = None
+    new = sampler.scaled_time.requested
+    if new != old:
+        node.get_logger().info(f'{TOPIC}: speed scaling factor {old:g} -> {new:g}')
     return True
+
+
+def diagnose(node, report):
+    """The `speed scaling factor` of /diagnostics (in effect, and requested while on its
+    way) and, until a valid factor arrives after a refused one, `speed scaling refused`
+    with a WARN."""
+    sampler = getattr(node, 'sampler', None)
+    if sampler is None:
+        return
+    requested = sampler.scaled_time.requested
+    now = node._last_t if node._ready else None
+    current = sampler.scaled_time.factor(now) if now is not None else requested
+    report.add('speed scaling factor', f'{current:g}' if current == requested
+               else f'{current:g} (ramping to {requested:g})')
+    refused = getattr(node, 'speed_scaling_refused', None)
+    report.add('speed scaling refused', refused or 'none')
+    if refused:
+        report.flag(WARN, f'{TOPIC}: factor refused: {refused}')
