@@ -169,12 +169,31 @@ def parse_arguments(argv):
 
 
 def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as rcl does: in each file
-    the sections that apply to the node `node_name` (``/**``, its name, ``/**/name``, ...),
-    in the file's order, then the next file, each overriding earlier values key by key
-    (flat, dotted names). A relative robot.urdf_file is taken from its file's folder."""
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    """(robot block, other parameters) of parameter files layered as the nodes layer them:
+    in each file the sections that apply to the node `node_name` (``/**``, its name,
+    ``/**/name``, ...), in the file's order, then the next file, each overriding earlier
+    values key by key (flat, dotted names). A relative robot.urdf_file is taken from its
+    file's folder."""
     merged = {}
+    for path, flat in _layers(paths, node_name):
+        urdf_file = flat.get('robot.urdf_file')
+        if isinstance(urdf_file, str) and urdf_file and not (
+                os.path.isabs(urdf_file) or '://' in urdf_file):
+            flat['robot.urdf_file'] = os.path.join(
+                os.path.dirname(os.path.abspath(path)), urdf_file)
+        merged.update(flat)
+    robot = {key[len('robot.'):]: value for key, value in merged.items()
+             if key.startswith('robot.')}
+    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
+    return robot, others
+
+
+def _layers(paths, node_name):
+    """[(path, {dotted name: value})]: the sections of the files that apply to the node,
+    file after file, each file's in its order (the one layering rule of the nodes,
+    robot_dynamics.nodes.common; matching by its `section_applies`)."""
+    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    layers = []
     for path in paths:
         try:
             check_params_file(path)
@@ -182,20 +201,9 @@ def layered_parameters(paths, node_name=None):
             raise InputError(str(error)) from None
         with open(path, encoding='utf-8') as stream:
             document = yaml.load(stream, Loader=ParameterFileLoader)
-        for section, params in _sections(document):
-            if not (isinstance(params, dict) and _applies(section, node_name)):
-                continue
-            flat = _flatten(params)
-            urdf_file = flat.get('robot.urdf_file')
-            if isinstance(urdf_file, str) and urdf_file and not (
-                    os.path.isabs(urdf_file) or '://' in urdf_file):
-                flat['robot.urdf_file'] = os.path.join(
-                    os.path.dirname(os.path.abspath(path)), urdf_file)
-            merged.update(flat)
-    robot = {key[len('robot.'):]: value for key, value in merged.items()
-             if key.startswith('robot.')}
-    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
-    return robot, others
+        layers += [(path, _flatten(params)) for section, params in _sections(document)
+                   if isinstance(params, dict) and _applies(section, node_name)]
+    return layers
 
 
 def _sections(document, prefix=''):
@@ -213,7 +221,8 @@ def _applies(pattern, node_name):
     """Whether the section `pattern` applies to the node: the nodes' own matching
     (rcl's wildcards: ``/**`` any namespaces, ``*`` any part of one name)."""
     from robot_dynamics.nodes.common.params_file import section_applies
-    return section_applies(pattern, '/' + (node_name or '').strip('/'))
+    return pattern == '/**' or (bool(node_name) and
+                                section_applies(pattern, '/' + node_name.strip('/')))
 
 
 def _flatten(mapping, prefix=''):
