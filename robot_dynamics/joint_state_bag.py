@@ -46,6 +46,7 @@ filter differentiates across a gap.
 
 import math
 import os
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -217,9 +218,11 @@ def _joint_state_connections(reader, where, topic):
 
 
 def _stored_messages(reader, connections, where):
-    """(receive time [s], message) of the connections, in storage order; a message that
-    the storage or the CDR decoder cannot read is a BagError naming its time."""
+    """(receive time [s], stamp [s], names (tuple), position, velocity, effort) of the
+    connections' messages, in storage order (`_decode`, else rosbags' decoder); a message
+    that the storage or neither decoder can read is a BagError naming its time."""
     iterator = iter(reader.messages(connections=connections))
+    known = {}
     while True:
         try:
             connection, timestamp, raw = next(iterator)
@@ -227,55 +230,134 @@ def _stored_messages(reader, connections, where):
             return
         except Exception as error:  # noqa: B902 - a corrupt storage file
             raise BagError(f'{where}: cannot be read: {_one_line(error)}') from None
-        try:
-            msg = reader.deserialize(raw, connection.msgtype)
-        except Exception as error:  # noqa: B902 - a corrupt or foreign message
-            raise BagError(f'{where}: a message received at {timestamp * 1e-9:.9f} s cannot '
-                           f'be decoded as {JOINT_STATE_TYPE}: {_one_line(error)}') from None
-        yield timestamp * 1e-9, msg
+        fields = _decode(raw, known)
+        if fields is None:
+            try:
+                msg = reader.deserialize(raw, connection.msgtype)
+            except Exception as error:  # noqa: B902 - a corrupt or foreign message
+                raise BagError(f'{where}: a message received at {timestamp * 1e-9:.9f} s '
+                               f'cannot be decoded as {JOINT_STATE_TYPE}: '
+                               f'{_one_line(error)}') from None
+            fields = (_seconds(msg.header.stamp), tuple(msg.name),
+                      *(np.asarray(getattr(msg, f), dtype=float) for f in FIELDS))
+        yield (timestamp * 1e-9, *fields)
+
+
+_UINT32 = struct.Struct('<I')
+_HEADER = struct.Struct('<iII')
+
+
+def _decode(raw, known=None):
+    """(stamp [s], names, position, velocity, effort) of a little-endian CDR
+    sensor_msgs/msg/JointState, read directly (several times faster than a general
+    decoder); None for anything else or anything inconsistent (rosbags then decodes it
+    or says what is wrong). `known` ({start: [(bytes, end, names)]}, filled here) holds
+    the name lists seen, compared as bytes rather than decoded again."""
+    try:
+        if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:       # CDR, little endian
+            return None
+        data = memoryview(raw)[4:]
+        sec, nanosec, length = _HEADER.unpack_from(data, 0)
+        at = (12 + length + 3) & ~3
+        start = at
+        for region, end, names in (known or {}).get(start, ()):
+            if data[start:end] == region:
+                at = end
+                break
+        else:
+            (count,) = _UINT32.unpack_from(data, at)
+            at += 4
+            names = []
+            for _ in range(count):
+                at = (at + 3) & ~3
+                (length,) = _UINT32.unpack_from(data, at)
+                if length == 0 or data[at + 3 + length] != 0:
+                    return None
+                names.append(bytes(data[at + 4:at + 3 + length]).decode('utf-8'))
+                at += 4 + length
+            names = tuple(names)
+            if known is not None:
+                known.setdefault(start, []).insert(0, (bytes(data[start:at]), at, names))
+        arrays = []
+        for _ in FIELDS:
+            at = (at + 3) & ~3
+            (length,) = _UINT32.unpack_from(data, at)
+            at += 4
+            if length:
+                at = (at + 7) & ~7
+            if at + 8 * length > len(data):
+                return None
+            arrays.append(np.frombuffer(data, '<f8', length, at))
+            at += 8 * length
+    except (struct.error, IndexError, UnicodeDecodeError, ValueError):
+        return None
+    return (sec + nanosec * 1e-9, names, *arrays)
 
 
 class _Group:
     """The messages that name the same set of model joints (one publisher, as a rule):
-    their stamps, receive times and values (N, 3, len(joints)) in the model's order."""
+    their stamps, receive times (N,) and values (N, 3, len(joints)) in the model's order."""
 
-    def __init__(self, joints):
+    def __init__(self, joints, sequence, stamps, received, rows):
         self.joints = joints
-        self.stamps, self.received, self.rows = [], [], []
+        order = np.argsort(sequence, kind='stable')          # back in storage order
+        self.stamps, self.received, self.rows = stamps[order], received[order], rows[order]
 
     def __len__(self):
         return len(self.stamps)
+
+
+class _Batch:
+    """The messages with one list of names (in one order)."""
+
+    def __init__(self, present, order):
+        self.present, self.order = present, order
+        self.sequence, self.stamps, self.received, self.values = [], [], [], []
 
 
 def _messages(reader, connections, joints, where):
     """{frozenset of model joints: _Group} of the usable messages, and the counts of
     skipped messages by reason."""
     wanted = set(joints)
-    groups = {}
+    batches = {}
     counts = {'other joints': 0, 'position': 0, 'velocity': 0, 'effort': 0, 'total': 0}
     seen = set()
-    for received, msg in _stored_messages(reader, connections, where):
+    for number, (received, stamp, names, *values) in enumerate(
+            _stored_messages(reader, connections, where)):
         counts['total'] += 1
-        names = list(msg.name)
-        seen.update(names)
-        index = {name: i for i, name in enumerate(names)}
-        present = [j for j in joints if j in index]
-        if not present:
+        batch = batches.get(names)
+        if batch is None:
+            seen.update(names)
+            index = {name: i for i, name in enumerate(names)}
+            present = tuple(j for j in joints if j in index)
+            batch = batches[names] = _Batch(present, [index[j] for j in present])
+        if not batch.present:
             counts['other joints'] += 1
             continue
-        missing = next((f for f in FIELDS if len(getattr(msg, f)) != len(names)), None)
-        if missing is not None:
-            counts[missing] += 1
+        size = len(names)
+        if len(values[0]) != size or len(values[1]) != size or len(values[2]) != size:
+            counts[next(f for f, v in zip(FIELDS, values) if len(v) != size)] += 1
             continue
-        key = frozenset(present)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = _Group(tuple(present))
-        order = [index[j] for j in group.joints]
-        group.rows.append(np.array([np.asarray(getattr(msg, f), dtype=float)[order]
-                                    for f in FIELDS]))
-        group.stamps.append(_seconds(msg.header.stamp))
-        group.received.append(received)
+        batch.sequence.append(number)
+        batch.stamps.append(stamp)
+        batch.received.append(received)
+        batch.values.append(values)
+    parts = {}
+    for batch in batches.values():
+        if batch.values:
+            values = np.array(batch.values, dtype=float)      # (N, 3, names)
+            parts.setdefault(frozenset(batch.present), []).append(
+                (batch.present, batch.sequence, batch.stamps, batch.received,
+                 values[:, :, batch.order]))
+    groups = {}
+    for key, items in parts.items():
+        present = items[0][0]
+        rows = [v if p == present else v[:, :, [p.index(j) for j in present]]
+                for p, _, _, _, v in items]
+        groups[key] = _Group(present, np.concatenate([item[1] for item in items]),
+                             np.concatenate([item[2] for item in items]),
+                             np.concatenate([item[3] for item in items]),
+                             np.concatenate(rows))
     topic = connections[0].topic
     if counts['total'] == 0:
         raise BagError(f'{where}: no messages on {topic}')
@@ -375,9 +457,9 @@ def _recording(folder, topic, joints, groups, counts, where):
         sources = {'receive times (the publishers\' header stamps differ in kind)'}
     time_source = sources.pop()
     first, *others = series
-    t, data, moved = _ordered(first[1], np.stack(first[0].rows))
+    t, data, moved = _ordered(first[1], first[0].rows)
     for group, times in others:
-        gt, grows, more_moved = _ordered(times, np.stack(group.rows))
+        gt, grows, more_moved = _ordered(times, group.rows)
         moved += more_moved
         gt, grows = _unique(gt, grows)
         positive = np.diff(gt)

@@ -420,3 +420,49 @@ def test_without_scipy_or_cvxpy_one_line_says_what_to_install(tmp_path, blocked,
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.count('\n') == 1 and named in done.stderr, done.stderr
     assert 'Traceback' not in done.stderr and not (tmp_path / 'out.yaml').exists()
+
+
+# ---------------------------------------------------------------------- the decoder
+
+
+@settings(max_examples=60, deadline=None)
+@given(frame=st.text(max_size=12), names=st.lists(st.text(min_size=0, max_size=9), max_size=8),
+       sizes=st.tuples(*[st.integers(0, 8)] * 3), sec=st.integers(0, 2 ** 31 - 1),
+       nanosec=st.integers(0, 999_999_999), seed=st.integers(0, 100))
+def test_the_direct_decoder_reads_what_rosbags_reads(frame, names, sizes, sec, nanosec,
+                                                     seed):
+    """Any JointState (names of any length and script, arrays of any sizes): the direct
+    CDR reading gives rosbags' decoding, with or without the names already known."""
+    from rosbags.typesys import get_typestore, Stores
+    from robot_dynamics.joint_state_bag import _decode, JOINT_STATE_TYPE
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types = store.types
+    rng = np.random.default_rng(seed)
+    arrays = [rng.normal(size=size) for size in sizes]
+    message = types[JOINT_STATE_TYPE](
+        header=types['std_msgs/msg/Header'](
+            stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec),
+            frame_id=frame),
+        name=names, position=arrays[0], velocity=arrays[1], effort=arrays[2])
+    raw = store.serialize_cdr(message, JOINT_STATE_TYPE)
+    back = store.deserialize_cdr(raw, JOINT_STATE_TYPE)
+    known = {}
+    for _ in range(2):                             # the second time the names are known
+        stamp, decoded_names, *decoded = _decode(raw, known)
+        assert stamp == back.header.stamp.sec + back.header.stamp.nanosec * 1e-9
+        assert list(decoded_names) == list(back.name)
+        for mine, theirs in zip(decoded, (back.position, back.velocity, back.effort)):
+            np.testing.assert_array_equal(mine, theirs)
+    assert _decode(raw[:-1] if sizes[2] else raw[:8]) is None      # cut short: not read
+
+
+def test_a_message_neither_decoder_reads_is_refused_in_one_line(tmp_path):
+    t = 10.0 + np.arange(50) * 0.01
+    with JointStateBagWriter(tmp_path / 'bag') as writer:
+        for k, (q, qd, tau) in enumerate(zip(*motion(t))):
+            writer.write(t[k], JOINTS, q, qd, tau)
+        writer.write_serialized(20.0, b'\x00\x01\x00\x00garbage')
+    with pytest.raises(BagError) as refused:
+        read_joint_states(tmp_path / 'bag', JOINTS)
+    text = str(refused.value)
+    assert '\n' not in text and 'received at 20.000000000 s cannot be decoded' in text
