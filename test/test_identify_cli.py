@@ -361,3 +361,29 @@ def test_the_written_file_addresses_the_controller_not_the_plant(tmp_path, capsy
         parse_arguments(['estimate', '--params-file', PUMA, '--bag', 'b', '--output', 'o',
                          '--output-section', 'controller'])
     assert '--output-section' in capsys.readouterr().err
+
+
+def test_excite_writes_held_before_for_the_plant_and_instant_for_a_driver():
+    """What `identify excite` writes into the bag's metadata, from the node that publishes
+    the joint states (or --effort-timing)."""
+    from types import SimpleNamespace
+    pytest.importorskip('rclpy')
+    from robot_dynamics.nodes.identification.identify_excite import ExcitationRecorder
+    timing = ExcitationRecorder.effort_timing
+    plant = SimpleNamespace(publishers_=['plant_simulator'], states_topic='/joint_states')
+    driver = SimpleNamespace(publishers_=['joint_state_broadcaster'],
+                             states_topic='/joint_states')
+    assert timing(plant)[0] == 'held_before' and timing(driver)[0] == 'instant'
+    assert timing(plant, 'instant')[0] == 'instant'
+    options = parse_arguments(['excite', '--record', 'r', '--effort-timing', 'held_after'])
+    assert options.effort_timing == 'held_after'
+    assert parse_arguments(['excite', '--record', 'r']).effort_timing is None
+
+
+def test_an_unknown_effort_timing_in_the_bag_is_refused_in_one_line(tmp_path, capsys,
+                                                                    estimator):
+    write_bag(tmp_path / 'bag', {'robot_dynamics.effort_timing': 'sometimes'})
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 2 and err.count('\n') == 1 and "['sometimes'] is not one of" in err
+    assert '--effort-timing' in err and not estimator

@@ -4,7 +4,7 @@ parameter file the controller and the plant load after the robot's own (doc/iden
 
     identify excite [--duration 30] [--controller /computed_torque_controller] [--seed 0]
                     [--iterations 20] [--joint-states-topic /joint_states] [--timeout 10]
-                    --record DIR
+                    [--effort-timing held_before] --record DIR
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] [--output-section /**/NODE]
