@@ -315,28 +315,39 @@ def test_late_messages_are_put_back_in_their_place(tmp_path):
 # ---------------------------------------------------------------------- end to end
 
 
+PANDA = os.path.join(REPO, 'config', 'panda.yaml')
+PANDA_Q0 = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8])
+
+
 def excitation_bag(folder, kind, seed=0):
-    """A bag of the PUMA 560 plant (links ±30 % off the robot file, drives it lacks) moving
-    along an optimised excitation, efforts from its inverse dynamics at each stamp (what a
-    measured effort is), written as `kind` says."""
-    prior = puma()
+    """A bag of the robot file's arm as it is (links ±30 % off the file, drives it lacks)
+    moving along an optimised excitation, efforts from its inverse dynamics at each stamp
+    (what a measured effort is), written as `kind` says (kind['robot']: the PUMA 560 or
+    the 7-joint Panda)."""
+    path = kind.get('robot', PUMA)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        prior = RobotModel.from_yaml(path)
+    from robot_dynamics.nodes.identify import prior_model
+    joints = prior_model([path])[1]
+    q0 = PANDA_Q0 if path == PANDA else np.array([0, -0.5, 0.5, 0, 0.3, 0])
     plant = ai.perturbed_model(prior, 0.3, seed=1, **ai.drive_terms(prior))
-    excitation = ai.optimal_excitation(prior, kind['duration'], np.zeros(6) + [0, -0.5, 0.5,
-                                                                               0, 0.3, 0],
-                                       seed=seed, candidates=2, iterations=0)
+    excitation = ai.optimal_excitation(prior, kind['duration'], q0, seed=seed, candidates=2,
+                                       iterations=0)
     from robot_dynamics import dynamics
     rng = np.random.default_rng(seed)
     t = stamps_of(rng, kind['rate'], kind['duration'], kind['jitter'], kind['drop'], False)
     q, qd, qdd = excitation.sample(t - t[0])
     tau = dynamics.inverse_dynamics(plant, q, qd, qdd)
-    split = 4 if kind['split'] else 6
+    n = len(joints)
+    split = 4 if kind['split'] else n
     with JointStateBagWriter(folder, storage=kind['storage'], version=max(8, kind['version'])
                              ) as writer:
         for k in range(len(t)):
-            writer.write(t[k], JOINTS[:split][::-1], q[k, :split][::-1], qd[k, :split][::-1],
+            writer.write(t[k], joints[:split][::-1], q[k, :split][::-1], qd[k, :split][::-1],
                          tau[k, :split][::-1])
-            if split < 6:
-                writer.write(t[k] + 2e-4, JOINTS[split:], q[k, split:], qd[k, split:],
+            if split < n:
+                writer.write(t[k] + 2e-4, joints[split:], q[k, split:], qd[k, split:],
                              tau[k, split:])
     if kind['version'] < 8:
         downgrade(folder, kind['version'])
@@ -357,11 +368,14 @@ def relative_errors(text, label):
     dict(BASE, duration=8.0),                                           # the reported log
     dict(BASE, duration=8.0, jitter=0.0, split=True, storage='mcap', version=5),
     dict(BASE, duration=8.0, rate=100.0, drop=0.01, version=7),
-], ids=['1kHz-jitter', '1kHz-uniform-two-publishers-mcap-v5', '100Hz-drops-v7'])
+    dict(BASE, duration=8.0, robot=PANDA, drop=0.005, storage='mcap', version=9),
+], ids=['1kHz-jitter', '1kHz-uniform-two-publishers-mcap-v5', '100Hz-drops-v7',
+        'panda-1kHz-jitter-drops-mcap-v9'])
 def test_identify_estimate_identifies_from_recordings_as_robots_make_them(tmp_path, kind):
     pytest.importorskip('cvxpy')
     excitation_bag(tmp_path / 'bag', kind)
-    done = run_identify('estimate', '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+    done = run_identify('estimate', '--params-file', kind.get('robot', PUMA), '--bag',
+                        str(tmp_path / 'bag'),
                         '--output', str(tmp_path / 'out.yaml'))
     assert done.returncode == 0, done.stdout + done.stderr
     prior = relative_errors(done.stdout, 'relative error, prior')
