@@ -567,8 +567,7 @@ def _segments(t, q, qd, tau, n):
             value = np.asarray(value, dtype=float)
             if value.ndim != 2 or value.shape != (tg.size, n):
                 raise RecordingError(f'{name}: expected shape ({tg.size}, {n}) (samples × '
-                                     f'joints), '
-                                 f'got {value.shape}')
+                                     f'joints), got {value.shape}')
             if not np.all(np.isfinite(value)):
                 raise RecordingError(f'{name}: non-finite values')
             arrays.append(value)
