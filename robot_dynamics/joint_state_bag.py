@@ -479,8 +479,9 @@ def _recording(folder, topic, joints, groups, counts, where):
     order = [j for g, _ in series for j in g.joints]
     data = data[:, :, [order.index(j) for j in joints]]
     if t.size == 0:
-        raise BagError(f'{where}: the publishers on {topic} never overlap in time: no sample '
-                       'has every joint')
+        raise BagError(f'{where}: the publishers on {topic} never overlap in time (no '
+                       'message of one lies between two close messages of the other): no '
+                       'sample has every joint; record every joint at a steady rate')
     finite = np.all(np.isfinite(data), axis=(1, 2))
     if not np.all(finite):
         notes.append(f'{int(np.sum(~finite))} samples dropped: non-finite values')
