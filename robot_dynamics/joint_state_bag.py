@@ -409,7 +409,7 @@ def _ordered(times, rows):
     """Times and rows sorted by time (stable: a message delivered late goes back to its
     place), with the count of messages that were out of order."""
     order = np.argsort(times, kind='stable')
-    moved = int(np.sum(order != np.arange(order.size)))
+    moved = int(np.sum(times < np.maximum.accumulate(times))) if times.size else 0
     return times[order], rows[order], moved
 
 
