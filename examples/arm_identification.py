@@ -13,7 +13,7 @@ real arm, then
     identify estimate --params-file PRESET --bag excitation --validate validation \\
         --effort-timing held_after --output identified.yaml
 
-runs on them, and the written file, layered after the preset as a node loads it, is
+runs on them, and the written file, layered after the preset as the controller loads it, is
 compared with the preset: the efforts each predicts along the validation motion (the
 inverse dynamics of the plant's true states and accelerations) against the efforts the
 plant received. Prints the executable's report and the relative errors against the
@@ -117,7 +117,7 @@ def main(argv=None):
         if code != 0:
             print(f'identify estimate exited with status {code}')
             return {'code': code, 'report': report.getvalue()}
-        identified, _, _ = prior_model([preset(name), output])
+        identified, _, _ = prior_model([preset(name), output], 'computed_torque_controller')
     taus = {label: predicted(model, validation) for label, model in
             (('prior', prior), ('identified', identified), ('true', plant))}
     errors = {label: relative(tau, validation.tau_true) for label, tau in taus.items()}

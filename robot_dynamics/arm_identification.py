@@ -103,7 +103,8 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
            'physical_consistency_issues', 'identify_arm', 'ArmIdentification',
            'validation_errors', 'optimal_excitation', 'Excitation', 'perturbed_model',
            'closed_loop_experiment', 'Experiment', 'excitation_limits', 'drive_terms', 'pseudo_inertia',
-           'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS']
+           'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS', 'RecordingError',
+           'require_estimator_libraries', 'uniform_grid']
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
@@ -118,6 +119,28 @@ def _require(module):
     except ImportError:
         package = module.split('.')[0]
         raise ImportError(f'arm identification needs {package}: pip install {package}') from None
+
+
+def require_estimator_libraries():
+    """ImportError with one line naming every missing library of the estimator (scipy,
+    cvxpy) and the pip command that installs them; nothing when both import."""
+    import importlib
+    missing = []
+    for module in ('scipy.signal', 'cvxpy'):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            cause = (getattr(error, 'name', None) or '').split('.')[0]
+            if cause not in missing:            # cvxpy failing for want of scipy: scipy
+                missing.append(module.split('.')[0])
+    if missing:
+        raise ImportError(f'arm identification needs {" and ".join(missing)}: '
+                          f'pip install {" ".join(missing)}')
+
+
+class RecordingError(ValueError):
+    """Recorded data that cannot be used for the estimate (one line saying why and what to
+    do); any other exception from the estimator is a bug, not bad data."""
 
 
 # ---------------------------------------------------------------------- parameters
@@ -543,13 +566,13 @@ def _segments(t, q, qd, tau, n):
         for name, value in (('q', qg), ('qd', qdg), ('tau', taug)):
             value = np.asarray(value, dtype=float)
             if value.ndim != 2 or value.shape != (tg.size, n):
-                raise ValueError(f'{name}: expected shape ({tg.size}, {n}) (samples × joints), '
-                                 f'got {value.shape}')
+                raise RecordingError(f'{name}: expected shape ({tg.size}, {n}) (samples × '
+                                     f'joints), got {value.shape}')
             if not np.all(np.isfinite(value)):
-                raise ValueError(f'{name}: non-finite values')
+                raise RecordingError(f'{name}: non-finite values')
             arrays.append(value)
         if not np.all(np.isfinite(tg)):
-            raise ValueError('t: non-finite times')
+            raise RecordingError('t: non-finite times')
         if tg.size < 2:
             continue
         dt = np.diff(tg)
@@ -566,12 +589,31 @@ def _segments(t, q, qd, tau, n):
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 
 
+def uniform_grid(t, arrays):
+    """(step, resampled arrays): samples at times t (K,) (increasing, one run without
+    gaps) on the uniform grid t[0] + k·step, step the median time step, k = 0.. while
+    inside [t[0], t[-1]]. Arrays already on that grid (every stamp within 0.1 % of a step
+    of its grid point) are returned as they are; otherwise each column is interpolated
+    linearly (jittered stamps, a dropped message). The grid may hold one sample more or
+    less than t."""
+    t = np.asarray(t, dtype=float)
+    step = float(np.median(np.diff(t)))
+    count = int(math.floor((t[-1] - t[0]) / step + 1e-9)) + 1
+    grid = t[0] + step * np.arange(count)
+    if count == t.size and np.max(np.abs(t - grid)) <= 1e-3 * step:
+        return step, tuple(arrays)
+    return step, tuple(np.column_stack([np.interp(grid, t, a[:, j]) for j in range(a.shape[1])])
+                       for a in arrays)
+
+
 def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
              effort_timing='instant'):
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
     of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
-    Recordings are resampled onto a uniform grid (their median step) first. The Coulomb
+    Each gap-free run of samples is put on a uniform grid first (`uniform_grid`: its
+    median step; linear interpolation where the stamps jitter or a message is missing;
+    runs are cut where time does not increase or a step exceeds 5 median steps). The Coulomb
     column sign(q̇) is computed at the full rate and filtered with the same filter.
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
@@ -590,18 +632,16 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     n = model.n
     pieces = []
     raw = 0
+    longest = 0.0
     for tg, qg, qdg, taug in _segments(t, q, qd, tau, n):
         raw += tg.size
-        step = float(np.median(np.diff(tg)))
-        grid = tg[0] + step * np.arange(int(math.floor((tg[-1] - tg[0]) / step + 1e-9)) + 1)
-        if np.max(np.abs(tg[:grid.size] - grid)) > 1e-3 * step or grid.size != tg.size:
-            qg, qdg, taug = (np.column_stack([np.interp(grid, tg, a[:, j]) for j in range(n)])
-                             for a in (qg, qdg, taug))
+        longest = max(longest, float(tg[-1] - tg[0]))
+        step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg, taug))
         rate = 1.0 / step
         cutoff = min(float(cutoff_frequency), 0.4 * rate)
         sos = signal.butter(4, cutoff, fs=rate, output='sos')
         edge = int(math.ceil(rate / cutoff))
-        if grid.size <= 4 * edge + 20:
+        if qg.shape[0] <= 4 * edge + 20:
             continue                            # too short to filter
         qf, qdf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, qdg, taug))
         # the Coulomb column, filtered like every other term of τ: filtering does not
@@ -618,8 +658,10 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
         keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
         pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep]))
     if not pieces:
-        raise ValueError('t: no recording long enough to filter (need more than '
-                         f'{4.0 / cutoff_frequency:.3g} s of regularly sampled data)')
+        raise RecordingError(
+            f'no recording long enough to filter: the longest run without a gap is '
+            f'{longest:.3g} s, the filter needs more than {4.0 / cutoff_frequency:.3g} s '
+            '(record a longer motion, without pauses or dropped stretches)')
     qf, qdf, qddf, tauf, coulomb = (np.concatenate(parts) for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
     return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw)

@@ -7,20 +7,37 @@ make one that ``ros2 bag`` reads (Jazzy and later: bag format version 8, the sta
 name ``sensor_msgs/msg/JointState``, CDR serialisation). Both use the `rosbags` library
 (pure Python, ``pip install rosbags``), imported where used.
 
-Reading rules (each refusal is a `BagError` with one line that names the folder):
+Reading rules (each refusal is a `BagError` with one line that names the folder, what is
+wrong and what to do):
 
 * the topic: ``--topic`` if given, else ``/joint_states``, else the only JointState topic;
-* joints are mapped by name; joints that are not in the model are ignored; a message that
-  names none of the model's joints (e.g. a gripper's) is skipped; one that names some but
-  not all of them is skipped and counted;
+* joints are mapped by name, in any order; joints that are not in the model are ignored; a
+  message that names none of the model's joints (e.g. a gripper's) is skipped;
+* several publishers on one topic (an arm and a gripper, two halves of an arm), each
+  naming some of the model's joints: the messages that name the same joints are one
+  publisher. When one publisher names every model joint, its messages are used and the
+  others skipped and counted; otherwise the publishers are merged by joint name: the one
+  naming the most joints gives the times, each other one's values are interpolated
+  linearly to those times between its two messages around them (at most 5 of its median
+  steps apart), and a sample without such a pair is dropped and counted;
 * a message must carry positions, velocities and efforts for its names: a recording whose
   messages lack one of them is refused, naming the field; a few such messages among
   complete ones are skipped and counted;
-* a sample with a non-finite value (NaN, inf) in a model joint is dropped and counted;
-* time is the header stamp; when the stamps are all zero (not set) or go backwards (some
-  set, some not; several clocks), the bag's receive time is used for the whole recording
-  (`time_source` says which);
-* samples with the same time as the previous one (a republished state) are dropped.
+* time is the header stamp. Stamps not set (all zero, or all equal) give way to the bag's
+  receive time for the whole recording; a few zero stamps after set ones (a stamp of 0
+  before any set one is simulated time starting at 0) are replaced by their receive time
+  less the median delay between stamp and receipt; stamps that jump back by more than a
+  gap (several clocks) give way to the receive times too (`time_source` says which);
+* messages out of order (delivered late) are put in order of their time; a sample with
+  the same time as the one before (a duplicated or republished state) is dropped, and
+  so is one with a non-finite value (NaN, inf) in a model joint; each counted in `notes`;
+* the bag's metadata ``custom_data`` (rosbag2 format 6 and later) is kept in
+  `JointStateRecording.custom_data` (`identify excite` writes its effort timing there).
+
+Any rosbag2 format version rosbags reads (5 to 9 tested, sqlite3 and mcap) and any rate
+(100 Hz to 1 kHz tested) are read alike; jittered stamps and dropped messages are kept as
+they are here and put on a uniform grid by the estimator
+(robot_dynamics.arm_identification.uniform_grid, linear interpolation).
 
 The samples keep their time gaps: `JointStateRecording.segments` splits them where the time
 step is much larger than the typical one (dropped samples, a paused recording), so that no
@@ -29,6 +46,7 @@ filter differentiates across a gap.
 
 import math
 import os
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +96,7 @@ class JointStateRecording:
     tau: np.ndarray
     time_source: str = 'header stamps'
     notes: list = field(default_factory=list)
+    custom_data: dict = field(default_factory=dict)
 
     def __len__(self):
         return len(self.t)
@@ -111,7 +130,8 @@ class JointStateRecording:
     def _part(self, index, what):
         return JointStateRecording(f'{self.source} ({what})', self.topic, self.joints,
                                    self.t[index], self.q[index], self.qd[index],
-                                   self.tau[index], self.time_source, list(self.notes))
+                                   self.tau[index], self.time_source, list(self.notes),
+                                   dict(self.custom_data))
 
     def summary(self):
         """One line: source, samples, duration, rate."""
@@ -147,15 +167,26 @@ def read_joint_states(folder, joints, topic=None):
         raise BagError(f'{where}: cannot be opened: {_one_line(error)}') from None
     try:
         connections = _joint_state_connections(reader, where, topic)
-        rows, stamps, received, counts = _rows(reader, connections, joints, where)
-    except BagError:
-        raise
-    except Exception as error:  # noqa: B902 - a corrupt message or storage file
-        raise BagError(f'{where}: cannot be read: {_one_line(error)}') from None
+        groups, counts = _messages(reader, connections, joints, where)
     finally:
         reader.close()
     chosen = connections[0].topic
-    return _recording(folder, chosen, joints, rows, stamps, received, counts, where)
+    recording = _recording(folder, chosen, joints, groups, counts, where)
+    recording.custom_data = _custom_data(folder)
+    return recording
+
+
+def _custom_data(folder):
+    """The bag's metadata custom_data (rosbag2 format 6 and later; {} without or when the
+    metadata cannot be read as YAML: rosbags has read it already)."""
+    import yaml
+    try:
+        with open(os.path.join(folder, 'metadata.yaml'), encoding='utf-8') as stream:
+            metadata = yaml.safe_load(stream)
+        custom = metadata['rosbag2_bagfile_information'].get('custom_data')
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in custom.items()} if isinstance(custom, dict) else {}
 
 
 def _one_line(error):
@@ -186,70 +217,271 @@ def _joint_state_connections(reader, where, topic):
     return states
 
 
-def _rows(reader, connections, joints, where):
-    """Per usable message: [q, qd, tau] (3, n); with header stamps, receive times, and the
-    counts of skipped messages by reason."""
-    n = len(joints)
+def _stored_messages(reader, connections, where):
+    """(receive time [s], stamp [s], names (tuple), position, velocity, effort) of the
+    connections' messages, in storage order (`_decode`, else rosbags' decoder); a message
+    that the storage or neither decoder can read is a BagError naming its time."""
+    iterator = iter(reader.messages(connections=connections))
+    known = {}
+    while True:
+        try:
+            connection, timestamp, raw = next(iterator)
+        except StopIteration:
+            return
+        except Exception as error:  # noqa: B902 - a corrupt storage file
+            raise BagError(f'{where}: cannot be read: {_one_line(error)}') from None
+        fields = _decode(raw, known)
+        if fields is None:
+            try:
+                msg = reader.deserialize(raw, connection.msgtype)
+            except Exception as error:  # noqa: B902 - a corrupt or foreign message
+                raise BagError(f'{where}: a message received at {timestamp * 1e-9:.9f} s '
+                               f'cannot be decoded as {JOINT_STATE_TYPE}: '
+                               f'{_one_line(error)}') from None
+            fields = (_seconds(msg.header.stamp), tuple(msg.name),
+                      *(np.asarray(getattr(msg, f), dtype=float) for f in FIELDS))
+        yield (timestamp * 1e-9, *fields)
+
+
+_UINT32 = struct.Struct('<I')
+_HEADER = struct.Struct('<iII')
+
+
+def _decode(raw, known=None):
+    """(stamp [s], names, position, velocity, effort) of a little-endian CDR
+    sensor_msgs/msg/JointState, read directly (several times faster than a general
+    decoder); None for anything else or anything inconsistent (rosbags then decodes it
+    or says what is wrong). `known` ({start: [(bytes, end, names)]}, filled here) holds
+    the name lists seen, compared as bytes rather than decoded again."""
+    try:
+        if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:       # CDR, little endian
+            return None
+        data = memoryview(raw)[4:]
+        sec, nanosec, length = _HEADER.unpack_from(data, 0)
+        at = (12 + length + 3) & ~3
+        start = at
+        for region, end, names in (known or {}).get(start, ()):
+            if data[start:end] == region:
+                at = end
+                break
+        else:
+            (count,) = _UINT32.unpack_from(data, at)
+            at += 4
+            names = []
+            for _ in range(count):
+                at = (at + 3) & ~3
+                (length,) = _UINT32.unpack_from(data, at)
+                if length == 0 or data[at + 3 + length] != 0:
+                    return None
+                names.append(bytes(data[at + 4:at + 3 + length]).decode('utf-8'))
+                at += 4 + length
+            names = tuple(names)
+            if known is not None:
+                known.setdefault(start, []).insert(0, (bytes(data[start:at]), at, names))
+        arrays = []
+        for _ in FIELDS:
+            at = (at + 3) & ~3
+            (length,) = _UINT32.unpack_from(data, at)
+            at += 4
+            if length:
+                at = (at + 7) & ~7
+            if at + 8 * length > len(data):
+                return None
+            arrays.append(np.frombuffer(data, '<f8', length, at))
+            at += 8 * length
+    except (struct.error, IndexError, UnicodeDecodeError, ValueError):
+        return None
+    return (sec + nanosec * 1e-9, names, *arrays)
+
+
+class _Group:
+    """The messages that name the same set of model joints (one publisher, as a rule):
+    their stamps, receive times (N,) and values (N, 3, len(joints)) in the model's order."""
+
+    def __init__(self, joints, sequence, stamps, received, rows):
+        self.joints = joints
+        order = np.argsort(sequence, kind='stable')          # back in storage order
+        self.stamps, self.received, self.rows = stamps[order], received[order], rows[order]
+
+    def __len__(self):
+        return len(self.stamps)
+
+
+class _Batch:
+    """The messages with one list of names (in one order)."""
+
+    def __init__(self, present, order):
+        self.present, self.order = present, order
+        self.sequence, self.stamps, self.received, self.values = [], [], [], []
+
+
+def _messages(reader, connections, joints, where):
+    """{frozenset of model joints: _Group} of the usable messages, and the counts of
+    skipped messages by reason."""
     wanted = set(joints)
-    rows, stamps, received = [], [], []
-    counts = {'other joints': 0, 'partial': 0, 'position': 0, 'velocity': 0, 'effort': 0,
-              'total': 0}
+    batches = {}
+    counts = {'other joints': 0, 'position': 0, 'velocity': 0, 'effort': 0, 'total': 0}
     seen = set()
-    for connection, timestamp, raw in reader.messages(connections=connections):
-        msg = reader.deserialize(raw, connection.msgtype)
+    for number, (received, stamp, names, *values) in enumerate(
+            _stored_messages(reader, connections, where)):
         counts['total'] += 1
-        names = list(msg.name)
-        seen.update(names)
-        index = {name: i for i, name in enumerate(names)}
-        if not wanted.intersection(index):
+        batch = batches.get(names)
+        if batch is None:
+            seen.update(names)
+            index = {name: i for i, name in enumerate(names)}
+            present = tuple(j for j in joints if j in index)
+            batch = batches[names] = _Batch(present, [index[j] for j in present])
+        if not batch.present:
             counts['other joints'] += 1
             continue
-        if not wanted.issubset(index):
-            counts['partial'] += 1
+        size = len(names)
+        if len(values[0]) != size or len(values[1]) != size or len(values[2]) != size:
+            counts[next(f for f, v in zip(FIELDS, values) if len(v) != size)] += 1
             continue
-        missing = next((f for f in FIELDS if len(getattr(msg, f)) != len(names)), None)
-        if missing is not None:
-            counts[missing] += 1
-            continue
-        order = [index[j] for j in joints]
-        rows.append(np.array([np.asarray(getattr(msg, f), dtype=float)[order]
-                              for f in FIELDS]).reshape(3, n))
-        stamps.append(_seconds(msg.header.stamp))
-        received.append(timestamp * 1e-9)
+        batch.sequence.append(number)
+        batch.stamps.append(stamp)
+        batch.received.append(received)
+        batch.values.append(values)
+    parts = {}
+    for batch in batches.values():
+        if batch.values:
+            values = np.array(batch.values, dtype=float)      # (N, 3, names)
+            parts.setdefault(frozenset(batch.present), []).append(
+                (batch.present, batch.sequence, batch.stamps, batch.received,
+                 values[:, :, batch.order]))
+    groups = {}
+    for key, items in parts.items():
+        present = items[0][0]
+        rows = [v if p == present else v[:, :, [p.index(j) for j in present]]
+                for p, _, _, _, v in items]
+        groups[key] = _Group(present, np.concatenate([item[1] for item in items]),
+                             np.concatenate([item[2] for item in items]),
+                             np.concatenate([item[3] for item in items]),
+                             np.concatenate(rows))
+    topic = connections[0].topic
     if counts['total'] == 0:
-        raise BagError(f'{where}: no messages on {connections[0].topic}')
-    if not rows:
-        absent = [j for j in joints if j not in seen]
-        if absent:
-            raise BagError(f'{where}: joints missing on {connections[0].topic}: {absent} '
-                           f'(it has {sorted(seen)})')
+        raise BagError(f'{where}: no messages on {topic}')
+    absent = [j for j in joints if j not in seen]
+    if absent:
+        raise BagError(f'{where}: joints missing on {topic}: {absent} (it has '
+                       f'{sorted(seen)}); give the model of the recorded arm, or record '
+                       'every joint')
+    covered = set().union(*groups) if groups else set()
+    if covered != wanted:
         lacking = max(FIELDS, key=lambda f: counts[f])
-        if counts[lacking]:
-            raise BagError(f'{where}: the messages on {connections[0].topic} have no '
-                           f'{lacking} for their joints ({counts[lacking]} of '
-                           f'{counts["total"]}); identification needs position, velocity '
-                           'and effort (record the effort state interface, e.g. with '
-                           "ros2_control's joint_state_broadcaster)")
-        raise BagError(f'{where}: no message on {connections[0].topic} names all of '
-                       f'{list(joints)} ({counts["partial"]} name only some)')
-    return rows, np.array(stamps), np.array(received), counts
+        uncovered = [j for j in joints if j not in covered]
+        raise BagError(f'{where}: the messages on {topic} that name {uncovered} have no '
+                       f'{lacking} ({counts[lacking]} of {counts["total"]} messages); '
+                       'identification needs position, velocity and effort (record the '
+                       "effort state interface, e.g. with ros2_control's "
+                       'joint_state_broadcaster)')
+    return groups, counts
 
 
-def _recording(folder, topic, joints, rows, stamps, received, counts, where):
-    data = np.stack(rows)                                   # (N, 3, n)
+def _times(group):
+    """(times [s], what they are, [notes]) of a group of messages: the header stamps;
+    where they are not set (zero after a set one, or all zero) the receive time (shifted
+    by the median delay between stamp and receipt when some stamps are set); the receive
+    times throughout where the stamps jump back by more than a gap (several clocks)."""
+    stamps = np.asarray(group.stamps, dtype=float)
+    received = np.asarray(group.received, dtype=float)
+    set_ = stamps != 0.0
+    if not np.any(set_) or np.all(stamps == stamps[0]):
+        return received, 'receive times (the header stamps are not set)', []
+    # a zero stamp before the first set one is simulated time starting at 0
+    unset = ~set_ & (np.arange(stamps.size) > np.argmax(set_))
+    steps = np.diff(stamps[~unset])
+    arrivals = np.diff(received)
+    arrivals = arrivals[arrivals > 0.0]
+    typical = float(np.median(arrivals)) if arrivals.size else 0.0
+    if np.any(steps < -GAP_FACTOR * typical):
+        return received, 'receive times (the header stamps jump back: several clocks)', []
+    if not np.any(unset):
+        return stamps, 'header stamps', []
+    delay = float(np.median(received[~unset] - stamps[~unset]))
+    times = np.where(unset, received - delay, stamps)
+    return times, 'header stamps', [f'{int(np.sum(unset))} messages without a header '
+                                    'stamp: their receive time used (less the median delay '
+                                    f'{delay * 1e3:.3g} ms)']
+
+
+def _ordered(times, rows):
+    """Times and rows sorted by time (stable: a message delivered late goes back to its
+    place), with the count of messages that were out of order."""
+    order = np.argsort(times, kind='stable')
+    moved = int(np.sum(times < np.maximum.accumulate(times))) if times.size else 0
+    return times[order], rows[order], moved
+
+
+def _pair(t, times, rows, step):
+    """rows (M, 3, m) at `times` interpolated to `t` (N,), where t lies between two
+    messages at most GAP_FACTOR median steps apart (or on one): (values (N, 3, m), ok)."""
+    right = np.searchsorted(times, t, side='left')
+    exact = (right < times.size) & (times[np.minimum(right, times.size - 1)] == t)
+    left = np.clip(right - 1, 0, times.size - 1)
+    right = np.clip(right, 0, times.size - 1)
+    span = times[right] - times[left]
+    ok = exact | ((right > left) & (span <= GAP_FACTOR * step) & (times[left] <= t)
+                  & (t <= times[right]))
+    weight = np.where(span > 0.0, (t - times[left]) / np.where(span > 0.0, span, 1.0), 0.0)
+    weight = np.where(exact, 0.0, weight)
+    left = np.where(exact, right, left)
+    values = rows[left] + weight[:, None, None] * (rows[right] - rows[left])
+    return values, ok
+
+
+def _recording(folder, topic, joints, groups, counts, where):
+    """The merged, ordered, cleaned samples of the groups of messages."""
     notes = []
-    for reason, what in (('partial', 'name only some of the model joints'),
-                         ('position', 'have no positions'), ('velocity', 'have no velocities'),
+    used = _cover(groups, joints)
+    skipped = sum(len(g) for key, g in groups.items() if key not in used)
+    if skipped:
+        notes.append(f'{skipped} of {counts["total"]} messages skipped: they name only some '
+                     'of the model joints')
+    for reason, what in (('position', 'have no positions'), ('velocity', 'have no velocities'),
                          ('effort', 'have no efforts')):
         if counts[reason]:
             notes.append(f'{counts[reason]} of {counts["total"]} messages skipped: they '
                          f'{what}')
-    time_source = 'header stamps'
-    t = stamps
-    if np.all(stamps == 0.0) or np.any(np.diff(stamps) < 0.0):
-        t, time_source = received, 'receive times (the header stamps are zero or go back)'
-    order = np.argsort(t, kind='stable')
-    t, data = t[order], data[order]
+    series = []
+    sources = set()
+    for key in used:
+        group = groups[key]
+        times, source, more = _times(group)
+        notes += more
+        sources.add(source)
+        series.append([group, times])
+    if len(sources) > 1:            # the publishers' stamps cannot be compared: bag time
+        for item in series:
+            item[1] = np.asarray(item[0].received, dtype=float)
+        sources = {'receive times (the publishers\' header stamps differ in kind)'}
+    time_source = sources.pop()
+    first, *others = series
+    t, data, moved = _ordered(first[1], first[0].rows)
+    for group, times in others:
+        gt, grows, more_moved = _ordered(times, group.rows)
+        moved += more_moved
+        gt, grows = _unique(gt, grows)
+        positive = np.diff(gt)
+        step = float(np.median(positive)) if positive.size else 0.0
+        values, ok = _pair(t, gt, grows, step)
+        if not np.all(ok):
+            notes.append(f'{int(np.sum(~ok))} samples dropped: no message naming '
+                         f'{list(group.joints)} close in time')
+        data = np.concatenate([data, values], axis=2)[ok]
+        t = t[ok]
+    if len(series) > 1:
+        names = ' + '.join(str(list(g.joints)) for g, _ in series)
+        notes.append(f'merged {len(series)} publishers by joint name ({names}), paired by '
+                     'time')
+    if moved:
+        notes.append(f'{moved} messages out of order: put in order of their time')
+    order = [j for g, _ in series for j in g.joints]
+    data = data[:, :, [order.index(j) for j in joints]]
+    if t.size == 0:
+        raise BagError(f'{where}: the publishers on {topic} never overlap in time (no '
+                       'message of one lies between two close messages of the other): no '
+                       'sample has every joint; record every joint at a steady rate')
     finite = np.all(np.isfinite(data), axis=(1, 2))
     if not np.all(finite):
         notes.append(f'{int(np.sum(~finite))} samples dropped: non-finite values')
@@ -265,13 +497,38 @@ def _recording(folder, topic, joints, rows, stamps, received, counts, where):
                                data[:, 2].copy(), time_source, notes)
 
 
+def _unique(t, rows):
+    fresh = np.concatenate(([True], np.diff(t) > 0.0))
+    return t[fresh], rows[fresh]
+
+
+def _cover(groups, joints):
+    """The keys of the groups whose messages are used: the group naming every model joint
+    with the most messages; else, greedily, the groups that add the most joints (ties: the
+    most messages), the first of them the time base."""
+    wanted = frozenset(joints)
+    full = [key for key in groups if key == wanted]
+    if full:
+        return full
+    used, covered = [], frozenset()
+    while covered != wanted:
+        key = max((k for k in groups if k - covered),
+                  key=lambda k: (len(k - covered), len(groups[k])))
+        used.append(key)
+        covered |= key
+    return used
+
+
 class JointStateBagWriter:
     """A rosbag2 folder with one sensor_msgs/msg/JointState topic, written message by
     message: `write(t, names, position, velocity, effort)` (stamp and receive time t [s]),
     or `write_serialized(receive_time, data)` for a message already in CDR (e.g. from an
-    rclpy subscription with raw=True). Use as a context manager, or call close()."""
+    rclpy subscription with raw=True). Use as a context manager, or call close().
+    `custom_data` ({str: str}) goes into the metadata's custom_data (format 6 and later);
+    `version`: the bag format, 8 (default: Jazzy and later read it) or 9."""
 
-    def __init__(self, folder, topic=DEFAULT_TOPIC, storage='sqlite3'):
+    def __init__(self, folder, topic=DEFAULT_TOPIC, storage='sqlite3', custom_data=None,
+                 version=BAG_VERSION):
         _, Writer, StoragePlugin, _, _ = _rosbags()
         plugins = {'sqlite3': StoragePlugin.SQLITE3, 'mcap': StoragePlugin.MCAP}
         if storage not in plugins:
@@ -282,7 +539,11 @@ class JointStateBagWriter:
         self.folder = folder
         self.typestore = _typestore()
         self._types = self.typestore.types
-        self._writer = Writer(folder, version=BAG_VERSION, storage_plugin=plugins[storage])
+        if version not in (8, 9):
+            raise ValueError(f'version: rosbags writes bag format 8 or 9, not {version!r}')
+        self._writer = Writer(folder, version=version, storage_plugin=plugins[storage])
+        for key, value in (custom_data or {}).items():
+            self._writer.set_custom_data(str(key), str(value))
         self._writer.open()
         self._connection = self._writer.add_connection(topic, JOINT_STATE_TYPE,
                                                        typestore=self.typestore)
@@ -297,9 +558,9 @@ class JointStateBagWriter:
             stamp=t['builtin_interfaces/msg/Time'](sec=int(sec), nanosec=nanosec),
             frame_id='')
         return t[JOINT_STATE_TYPE](header=header, name=list(names),
-                                   position=np.asarray(position, dtype=float),
-                                   velocity=np.asarray(velocity, dtype=float),
-                                   effort=np.asarray(effort, dtype=float))
+                                   position=np.ascontiguousarray(position, dtype=float),
+                                   velocity=np.ascontiguousarray(velocity, dtype=float),
+                                   effort=np.ascontiguousarray(effort, dtype=float))
 
     def write(self, t, names, position=(), velocity=(), effort=(), received=None):
         """One message stamped `t` [s], received at `received` (default `t`)."""

@@ -233,3 +233,157 @@ def test_estimate_reads_bags_and_the_prior_without_ros(tmp_path):
     assert 'no ROS here' not in done.stderr, done.stderr
     assert '50 samples of 6 joints' in done.stdout, done.stdout + done.stderr
     assert done.returncode == 2 and 'long enough' in done.stderr     # 0.5 s: too short
+
+
+# ---------------------------------------------------------------------- layering, timing,
+#                                                                        the written section
+
+
+@pytest.fixture
+def estimator(monkeypatch):
+    """The estimator replaced by one that returns the prior model and records the effort
+    timing it was asked for: what is tested here is the command line around it."""
+    from robot_dynamics.nodes.identification import identify_core
+    asked = []
+
+    def identify(prior, pieces, effort_timing='instant'):
+        asked.append(effort_timing)
+        return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior', [], {})
+
+    def errors(model, pieces, effort_timing='instant'):
+        return identify_core.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
+    monkeypatch.setattr(identify_core, 'identify', identify)
+    monkeypatch.setattr(identify_core, 'errors', errors)
+    return asked
+
+
+def write_bag(folder, custom_data=None):
+    t, q, qd, tau = states(count=200)
+    with JointStateBagWriter(folder, custom_data=custom_data) as writer:
+        for k in range(len(t)):
+            writer.write(t[k], JOINTS, q[k], qd[k], tau[k])
+
+
+def test_repeated_params_files_are_all_layered_and_the_hint_repeats_them(tmp_path, capsys,
+                                                                         estimator):
+    """`--params-file A --params-file B` layers A then B (B's mass wins, A's geometry
+    stays), as `--params-file A B` does; the hint names both before the written file."""
+    later = tmp_path / 'later.yaml'
+    later.write_text('/**:\n  ros__parameters:\n    robot:\n      mass: [0.0, 20.0, 4.8, '
+                     '0.82, 0.34, 0.09]\n')
+    write_bag(tmp_path / 'bag')
+    output = tmp_path / 'out.yaml'
+    for flags in (['--params-file', PUMA, '--params-file', str(later)],
+                  ['--params-file', PUMA, str(later)]):
+        output.unlink(missing_ok=True)
+        code, out, err = run_estimate(capsys, *flags, '--bag', str(tmp_path / 'bag'),
+                                      '--output', str(output))
+        assert code == 0, out + err
+        assert f'from {PUMA} {later};' in out
+        assert (f'--params-file {PUMA} --params-file {later} --params-file {output}'
+                in out.splitlines()[-1])
+        written = yaml.safe_load(output.read_text())
+        robot = written['/**/computed_torque_controller']['ros__parameters']['robot']
+        assert robot['mass'][1] == 20.0                       # the later file's prior
+
+
+@pytest.mark.parametrize('section, applies', [
+    ('/*', True),
+    ('/**/computed_torque_controller', True),
+    ('/computed_torque_controller', True),
+    ('/ns/computed_torque_controller', False),
+    ('/**/plant_simulator', False),
+    ('/computed_torque_controller*', None),     # whatever the nodes say
+    ('/computed_torque_*', None),
+    ('/computed_torque_controller_2*', None),
+])
+def test_node_sections_match_as_the_nodes_match_them(tmp_path, section, applies):
+    """One matching for identify and the nodes (rcl's wildcards): identify applies a
+    section exactly when the nodes' own matching says it applies to the controller."""
+    from robot_dynamics.nodes.common.params_file import section_applies
+    extra = tmp_path / 'extra.yaml'
+    extra.write_text(f'{section}:\n  ros__parameters:\n    robot:\n      mass: [0.0, 21.0, '
+                     '4.8, 0.82, 0.34, 0.09]\n')
+    robot, _ = layered_parameters([PUMA, str(extra)], 'computed_torque_controller')
+    nodes_say = section_applies(section, '/computed_torque_controller')
+    assert (robot['mass'][1] == 21.0) is nodes_say
+    if applies is not None:
+        assert nodes_say is applies
+
+
+def test_the_effort_timing_comes_from_the_bag_unless_given(tmp_path, capsys, estimator):
+    write_bag(tmp_path / 'held', {'robot_dynamics.effort_timing': 'held_before'})
+    write_bag(tmp_path / 'plain')
+    common = ['--params-file', PUMA, '--output', str(tmp_path / 'out.yaml')]
+    code, out, _ = run_estimate(capsys, *common, '--bag', str(tmp_path / 'held'))
+    assert code == 0 and estimator[-1] == 'held_before'
+    assert "effort timing: held_before (from the bags' metadata" in out
+    code, out, _ = run_estimate(capsys, *common, '--bag', str(tmp_path / 'held'),
+                                '--effort-timing', 'instant')
+    assert code == 0 and estimator[-1] == 'instant'
+    code, out, _ = run_estimate(capsys, *common, '--bag', str(tmp_path / 'plain'))
+    assert code == 0 and estimator[-1] == 'instant' and 'effort timing' not in out
+    assert '(effort timing instant)' in (tmp_path / 'out.yaml').read_text()
+    calls = len(estimator)
+    code, _, err = run_estimate(capsys, *common, '--bag', str(tmp_path / 'held'),
+                                str(tmp_path / 'plain'))
+    assert code == 0 and estimator[-1] == 'held_before'      # one says, the other is silent
+    write_bag(tmp_path / 'after', {'robot_dynamics.effort_timing': 'held_after'})
+    code, _, err = run_estimate(capsys, *common, '--bag', str(tmp_path / 'held'),
+                                str(tmp_path / 'after'))
+    assert code == 2 and err.count('\n') == 1 and 'different effort timings' in err
+    assert len(estimator) == calls + 1
+
+
+def test_the_written_file_addresses_the_controller_not_the_plant(tmp_path, capsys,
+                                                                 estimator):
+    """Loaded into a simulation after the robot file, the identified values reach the
+    controller and leave the plant as the robot file makes it; --output-section /** for
+    every node."""
+    from robot_dynamics.nodes.common.params_file import section_applies
+    write_bag(tmp_path / 'bag')
+    output = tmp_path / 'out.yaml'
+    code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                  '--output', str(output))
+    assert code == 0, err
+    check_params_file(str(output))
+    (section,) = yaml.safe_load(output.read_text())
+    assert section == '/**/computed_torque_controller'
+    assert section_applies(section, '/computed_torque_controller')
+    assert not section_applies(section, '/plant_simulator')
+    code, _, _ = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                              '--node', 'my_ctrl', '--output', str(output))
+    assert code == 0 and list(yaml.safe_load(output.read_text())) == ['/**/my_ctrl']
+    code, _, _ = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                              '--output-section', '/**', '--output', str(output))
+    assert code == 0 and list(yaml.safe_load(output.read_text())) == ['/**']
+    with pytest.raises(SystemExit):
+        parse_arguments(['estimate', '--params-file', PUMA, '--bag', 'b', '--output', 'o',
+                         '--output-section', 'controller'])
+    assert '--output-section' in capsys.readouterr().err
+
+
+def test_excite_writes_held_before_for_the_plant_and_instant_for_a_driver():
+    """What `identify excite` writes into the bag's metadata, from the node that publishes
+    the joint states (or --effort-timing)."""
+    from types import SimpleNamespace
+    pytest.importorskip('rclpy')
+    from robot_dynamics.nodes.identification.identify_excite import ExcitationRecorder
+    timing = ExcitationRecorder.effort_timing
+    plant = SimpleNamespace(publishers_=['plant_simulator'], states_topic='/joint_states')
+    driver = SimpleNamespace(publishers_=['joint_state_broadcaster'],
+                             states_topic='/joint_states')
+    assert timing(plant)[0] == 'held_before' and timing(driver)[0] == 'instant'
+    assert timing(plant, 'instant')[0] == 'instant'
+    options = parse_arguments(['excite', '--record', 'r', '--effort-timing', 'held_after'])
+    assert options.effort_timing == 'held_after'
+    assert parse_arguments(['excite', '--record', 'r']).effort_timing is None
+
+
+def test_an_unknown_effort_timing_in_the_bag_is_refused_in_one_line(tmp_path, capsys,
+                                                                    estimator):
+    write_bag(tmp_path / 'bag', {'robot_dynamics.effort_timing': 'sometimes'})
+    code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
+                                '--output', str(tmp_path / 'out.yaml'))
+    assert code == 2 and err.count('\n') == 1 and "['sometimes'] is not one of" in err
+    assert '--effort-timing' in err and not estimator

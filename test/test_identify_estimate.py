@@ -26,6 +26,7 @@ from robot_dynamics.nodes.identify import main, prior_model  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
 JOINTS = tuple(f'joint_{i}' for i in range(1, 7))
+CONTROLLER = 'computed_torque_controller'     # the node the written file addresses
 Q0 = np.array([0.0, -0.5, 0.5, 0.0, 0.3, 0.0])
 DURATION = 10.0           # s of excitation (simulated)
 PERIOD = 0.005            # s: control period and sample period of the recording
@@ -89,7 +90,7 @@ def test_the_written_file_layered_after_the_robot_file_predicts_efforts_better(e
     true states and accelerations (not what the estimator saw): every joint's RMS error
     smaller than the robot file's, and the whole arm's several times smaller."""
     _, _, output, prior, _, run = estimated
-    identified, joints, _ = prior_model([PUMA, str(output)])
+    identified, joints, _ = prior_model([PUMA, str(output)], CONTROLLER)   # as it loads it
     assert joints == JOINTS
     steady = slice(len(run.t) // 20, None)
     errors = {}
@@ -160,9 +161,9 @@ def test_a_urdf_model_gets_a_file_with_its_inertials_that_loads_after_its_own(tm
                      '--effort-timing', 'held_after', '--output', str(output)])
     assert code == 0, printed.getvalue()
     import yaml
-    written = yaml.safe_load(output.read_text())['/**']['ros__parameters']['robot']
+    written = yaml.safe_load(output.read_text())[f'/**/{CONTROLLER}']['ros__parameters']['robot']
     assert set(written) == {'inertials', 'armature', 'viscous_friction', 'coulomb_friction'}
-    identified, _, _ = prior_model([str(params), str(output)])
+    identified, _, _ = prior_model([str(params), str(output)], CONTROLLER)
     run = runs['validation']
     steady = slice(len(run.t) // 20, None)
     errors = {}

@@ -150,7 +150,7 @@ def session(tmp_path_factory):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         found['estimate'] = identify(['identify', 'estimate', '--params-file', PUMA, '--bag',
-                                      str(folder / 'bag'), '--effort-timing', 'held_before',
+                                      str(folder / 'bag'),        # the bag's effort timing
                                       '--output', str(folder / 'identified.yaml')]), \
             printed.getvalue()
     if found['estimate'][0] == 0:
@@ -178,11 +178,14 @@ def test_the_recording_holds_the_motion_at_the_plants_rate(session):
     assert recording.sample_period == pytest.approx(0.01, rel=1e-6)   # the plant's 100 Hz
     assert len(recording.segments()) == 1                               # nothing lost
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)                   # every joint moved
+    # the plant's efforts are held over the step that ends at the message
+    assert recording.custom_data == {'robot_dynamics.effort_timing': 'held_before'}
 
 
 def test_estimate_accepts_the_recording(session):
     code, text = session['estimate']
     assert code == 0, text
+    assert "effort timing: held_before (from the bags' metadata" in text
     assert (session['folder'] / 'identified.yaml').exists()
 
 

@@ -4,34 +4,44 @@ parameter file the controller and the plant load after the robot's own (doc/iden
 
     identify excite [--duration 30] [--controller /computed_torque_controller] [--seed 0]
                     [--iterations 20] [--joint-states-topic /joint_states] [--timeout 10]
-                    --record DIR
+                    [--effort-timing held_before] --record DIR
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
-                      [--effort-timing instant] --output OUT.yaml
+                      [--effort-timing instant] [--output-section /**/NODE]
+                      --output OUT.yaml
 
 `excite` reads the robot model and its limits from the running controller's parameters (as
 `excite` does), plans the trajectory optimised for identification from where the arm is
 (robot_dynamics.arm_identification.optimal_excitation; its condition number is printed),
 sends it through the controller (the FollowJointTrajectory action when the controller
 offers it, else its joint_trajectory topic) and records /joint_states at its full rate
-during the motion into the rosbag2 folder DIR (`ros2 bag info DIR` reads it).
+during the motion into the rosbag2 folder DIR (`ros2 bag info DIR` reads it), with the
+effort timing of the recording in the bag's metadata (custom_data
+``robot_dynamics.effort_timing``: held_before when this package's plant publishes
+/joint_states, else instant; ``--effort-timing`` says otherwise).
 
-`estimate` builds the prior model from the parameter files (layered as ROS does: a later
-file overrides an earlier one key by key; the ``/**`` section, then the --node section),
-reads the recordings (robot_dynamics.joint_state_bag: any robot's ``ros2 bag record
-/joint_states`` with position, velocity and effort), identifies the model, prints for the
-prior and the identified model the per-joint RMS torque error and relative error on the
-validation data (--validate, else the last 20 % of the samples, held out), the condition
-number, the sample count and how the directions the data cannot determine were fixed, and
-writes OUT.yaml: ``/**: ros__parameters: robot:`` with the identified values, to load after
-the robot's file (``--params-file P --params-file OUT.yaml``).
+`estimate` builds the prior model from the parameter files (every --params-file, in order,
+layered as the nodes layer them: robot_dynamics.nodes.common.params_file), reads the
+recordings (robot_dynamics.joint_state_bag: any robot's ``ros2 bag record /joint_states``
+with position, velocity and effort; jittered, dropped, duplicated or late messages,
+several publishers), identifies the model, prints for the prior and the identified model
+the per-joint RMS torque error and relative error on the validation data (--validate, else
+the last 20 % of the samples, held out), the condition number, the sample count and how the
+directions the data cannot determine were fixed, and writes OUT.yaml:
+``/**/NODE: ros__parameters: robot:`` with the identified values (NODE: --node, the
+controller, so that loading the file into a simulation leaves the plant as it is;
+``--output-section /**`` addresses every node), to load after the robot's files
+(``--params-file P --params-file OUT.yaml``). The effort timing is the bag's (written by
+`identify excite`), else instant, unless --effort-timing is given.
 
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
 --timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
 cvxpy is missing (the line says what to pip install); 2 bad arguments or bad input (a missing bag, no
-JointState topic, joints missing, no efforts, a bad parameter file, rosbags missing); 3 (estimate) the data
-do not excite the parameters (nothing written; which ones is printed), (excite) the goal
-was refused; 4 (excite) the goal was aborted or canceled; 130 stopped (Ctrl-C, SIGTERM).
+JointState topic, joints missing, no efforts, too short, a bad parameter file, rosbags
+missing); 3 (estimate) the data do not excite the parameters (nothing written; which ones
+is printed), (excite) the goal was refused; 4 (excite) the goal was aborted or canceled;
+70 (estimate) an internal error: a bug, not bad data (one line; please report it);
+130 stopped (Ctrl-C, SIGTERM).
 """
 
 import argparse
@@ -47,8 +57,11 @@ import yaml
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
 from robot_dynamics.model import ParameterFileLoader, RobotModel
 
+EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
+
 BAD_INPUT = 2
 NOT_EXCITED = 3
+BUG = 70                # sysexits' EX_SOFTWARE: an internal error, not bad input
 STOPPED = 130
 EXCITATION_ITERATIONS = 20   # optimal_excitation's L-BFGS iterations
 HELD_OUT = 0.2          # the fraction of the samples kept for validation without --validate
@@ -56,6 +69,7 @@ CONTROLLER = '/computed_torque_controller'
 PER_LINK = {'com': 3, 'inertia': 6}    # written one link per line
 OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s own file,\n'
                  '#   --ros-args --params-file ROBOT.yaml --params-file THIS.yaml\n')
+EFFORT_TIMING_KEY = 'robot_dynamics.effort_timing'   # the bag metadata's custom_data key
 
 
 class InputError(ValueError):
@@ -98,11 +112,17 @@ def parse_arguments(argv):
                         'controller, and past the end of the motion (default: 10)')
     excite.add_argument('--record', required=True, metavar='DIR',
                         help='the rosbag2 folder to write (must not exist)')
+    excite.add_argument('--effort-timing', default=None, dest='effort_timing',
+                        choices=EFFORT_TIMINGS,
+                        help='the effort timing written into the bag for `estimate` '
+                        "(default: held_before when this package's plant publishes the "
+                        'joint states, else instant)')
     estimate = commands.add_parser(
         'estimate', help='estimate from recordings and write a parameter file')
     estimate.add_argument('--params-file', nargs='+', required=True, dest='params_files',
-                          metavar='P', help="the robot's parameter files (the prior model), "
-                          'layered in order')
+                          metavar='P', action='extend',
+                          help="the robot's parameter files (the prior model), layered in "
+                          'order (repeat the option or give several files)')
     estimate.add_argument('--bag', nargs='+', required=True, dest='bags', metavar='DIR',
                           help='rosbag2 folders with sensor_msgs/JointState (position, '
                           'velocity, effort)')
@@ -115,12 +135,18 @@ def parse_arguments(argv):
     estimate.add_argument('--node', default=CONTROLLER.lstrip('/'),
                           help='the node section of the parameter files read after "/**" '
                           f'(default: {CONTROLLER.lstrip("/")})')
-    estimate.add_argument('--effort-timing', default='instant', dest='effort_timing',
-                          choices=('instant', 'held_after', 'held_before'),
+    estimate.add_argument('--effort-timing', default=None, dest='effort_timing',
+                          choices=EFFORT_TIMINGS,
                           help='what an effort sample is: instant (measured at the '
-                          "message's time: a real arm's effort interface; default), "
+                          "message's time: a real arm's effort interface), "
                           'held_before (held over the step ending at the message: this '
-                          "package's plant node), held_after (held from the message on)")
+                          "package's plant node), held_after (held from the message on); "
+                          "default: the bag's (written by `identify excite`), else instant")
+    estimate.add_argument('--output-section', default=None, dest='output_section',
+                          metavar='SECTION',
+                          help='the node section of the written file (default: /**/NODE, '
+                          'NODE the --node: the controller only; "/**": every node, the '
+                          'plant of a simulation too)')
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
     args = parser.parse_args(argv)
@@ -133,6 +159,9 @@ def parse_arguments(argv):
             parser.error(f'--iterations: must be >= 0, got {args.iterations}')
         if os.path.exists(args.record):
             parser.error(f'--record: {args.record} exists already; give a new folder name')
+    elif args.output_section is not None and not args.output_section.startswith('/'):
+        parser.error(f'--output-section: a node section starts with "/" ("/**", '
+                     f'"/**/my_controller"), got {args.output_section!r}')
     return args
 
 
@@ -140,12 +169,31 @@ def parse_arguments(argv):
 
 
 def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as rcl does: in each file
-    the sections that apply to the node `node_name` (``/**``, its name, ``/**/name``, ...),
-    in the file's order, then the next file, each overriding earlier values key by key
-    (flat, dotted names). A relative robot.urdf_file is taken from its file's folder."""
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    """(robot block, other parameters) of parameter files layered as the nodes layer them:
+    in each file the sections that apply to the node `node_name` (``/**``, its name,
+    ``/**/name``, ...), in the file's order, then the next file, each overriding earlier
+    values key by key (flat, dotted names). A relative robot.urdf_file is taken from its
+    file's folder."""
     merged = {}
+    for path, flat in _layers(paths, node_name):
+        urdf_file = flat.get('robot.urdf_file')
+        if isinstance(urdf_file, str) and urdf_file and not (
+                os.path.isabs(urdf_file) or '://' in urdf_file):
+            flat['robot.urdf_file'] = os.path.join(
+                os.path.dirname(os.path.abspath(path)), urdf_file)
+        merged.update(flat)
+    robot = {key[len('robot.'):]: value for key, value in merged.items()
+             if key.startswith('robot.')}
+    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
+    return robot, others
+
+
+def _layers(paths, node_name):
+    """[(path, {dotted name: value})]: the sections of the files that apply to the node,
+    file after file, each file's in its order (the one layering rule of the nodes,
+    robot_dynamics.nodes.common; matching by its `section_applies`)."""
+    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    layers = []
     for path in paths:
         try:
             check_params_file(path)
@@ -153,20 +201,9 @@ def layered_parameters(paths, node_name=None):
             raise InputError(str(error)) from None
         with open(path, encoding='utf-8') as stream:
             document = yaml.load(stream, Loader=ParameterFileLoader)
-        for section, params in _sections(document):
-            if not (isinstance(params, dict) and _applies(section, node_name)):
-                continue
-            flat = _flatten(params)
-            urdf_file = flat.get('robot.urdf_file')
-            if isinstance(urdf_file, str) and urdf_file and not (
-                    os.path.isabs(urdf_file) or '://' in urdf_file):
-                flat['robot.urdf_file'] = os.path.join(
-                    os.path.dirname(os.path.abspath(path)), urdf_file)
-            merged.update(flat)
-    robot = {key[len('robot.'):]: value for key, value in merged.items()
-             if key.startswith('robot.')}
-    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
-    return robot, others
+        layers += [(path, _flatten(params)) for section, params in _sections(document)
+                   if isinstance(params, dict) and _applies(section, node_name)]
+    return layers
 
 
 def _sections(document, prefix=''):
@@ -181,11 +218,11 @@ def _sections(document, prefix=''):
 
 
 def _applies(pattern, node_name):
-    """rcl's node-name wildcards: ``/**`` any namespaces, ``*`` one token."""
-    import re
-    node = '/' + (node_name or '').strip('/')
-    regex = re.escape(pattern).replace(r'/\*\*', '(/[^/]+)*').replace(r'\*', '[^/]+')
-    return pattern == '/**' or re.fullmatch(regex, node) is not None
+    """Whether the section `pattern` applies to the node: the nodes' own matching
+    (rcl's wildcards: ``/**`` any namespaces, ``*`` any part of one name)."""
+    from robot_dynamics.nodes.common.params_file import section_applies
+    return pattern == '/**' or (bool(node_name) and
+                                section_applies(pattern, '/' + node_name.strip('/')))
 
 
 def _flatten(mapping, prefix=''):
@@ -275,9 +312,32 @@ def format_table(joints, rows):
     return '\n'.join(lines)
 
 
+def effort_timing(args, recordings, out=print):
+    """The effort timing: --effort-timing, else the one the bags were recorded with
+    (`identify excite` writes it into their metadata), else instant; InputError when the
+    bags disagree."""
+    if args.effort_timing is not None:
+        return args.effort_timing
+    found = {r.custom_data.get(EFFORT_TIMING_KEY) for r in recordings} - {None}
+    unknown = found - set(EFFORT_TIMINGS)
+    if unknown:
+        raise InputError(f'the bags\' metadata: {EFFORT_TIMING_KEY}: {sorted(unknown)} is '
+                         f'not one of {", ".join(EFFORT_TIMINGS)}; give --effort-timing')
+    if len(found) > 1:
+        raise InputError(f'the bags were recorded with different effort timings '
+                         f'{sorted(found)}; estimate them separately or give --effort-timing')
+    if found:
+        timing = found.pop()
+        out(f'effort timing: {timing} (from the bags\' metadata, written by `identify '
+            'excite`)')
+        return timing
+    return 'instant'
+
+
 def estimate(args, out=print):
     """`identify estimate`; returns the exit status. Prints its report with `out`; raises
     InputError (exit status 2) for bad input."""
+    from robot_dynamics.arm_identification import RecordingError, require_estimator_libraries
     started = time.monotonic()
     model, joints, notes = prior_model(args.params_files, args.node)
     for note in notes:
@@ -296,14 +356,14 @@ def estimate(args, out=print):
         for note in recording.notes:
             out(f'  {note}')
     read_time = time.monotonic() - started
+    timing = effort_timing(args, recordings + (validation if args.validate else []), out)
+    require_estimator_libraries()
     from robot_dynamics.nodes.identification import identify_core as core
     try:
-        result = core.identify(model, pieces(estimation), args.effort_timing)
-    except ValueError as error:
+        result = core.identify(model, pieces(estimation), timing)
+    except RecordingError as error:
         raise InputError(f'the estimation data: {error}') from None
-    except ImportError:
-        raise
-    except Exception as error:  # noqa: B902 - e.g. the solver failed: one line, status 1
+    except RuntimeError as error:     # e.g. the solver failed: one line, status 1
         raise EstimationError(f'the estimation failed: {type(error).__name__}: '
                               f'{_first_line(error)}') from None
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
@@ -318,9 +378,9 @@ def estimate(args, out=print):
                                      'armature and friction >= 0)' if not result.consistency
                                      else 'NO: ' + '; '.join(result.consistency)))
     try:
-        prior_errors = core.errors(model, pieces(validation), args.effort_timing)
-        identified_errors = core.errors(result.model, pieces(validation), args.effort_timing)
-    except ValueError as error:
+        prior_errors = core.errors(model, pieces(validation), timing)
+        identified_errors = core.errors(result.model, pieces(validation), timing)
+    except RecordingError as error:
         raise InputError(f'the validation data ({held}): {error}') from None
     out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '
         'relative: / RMS measured effort)')
@@ -329,12 +389,14 @@ def estimate(args, out=print):
         ('RMS error, identified [N m | N]', identified_errors.rms, 'g'),
         ('relative error, prior', prior_errors.relative, '%'),
         ('relative error, identified', identified_errors.relative, '%')]))
+    section = args.output_section or '/**/' + args.node.strip('/')
     write_parameter_file(args.output, core.overrides(result.model), args, result, held,
-                         prior_errors, identified_errors)
+                         prior_errors, identified_errors, timing, section)
     stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
     out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
-    out(f'wrote {args.output}: load it after the robot\'s file, --params-file '
-        f'{args.params_files[-1]} --params-file {args.output}')
+    files = ' '.join(f'--params-file {path}' for path in args.params_files)
+    out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
+        f'{files} --params-file {args.output}')
     return 0
 
 
@@ -373,8 +435,8 @@ def _floats_in_lists(value):
     return value
 
 
-def parameter_file_text(robot, comments=()):
-    """The text of ``/**: ros__parameters: robot: ...`` with the (flat or nested) robot
+def parameter_file_text(robot, comments=(), section='/**'):
+    """The text of ``SECTION: ros__parameters: robot: ...`` with the (flat or nested) robot
     keys, each list of one type."""
     nested = {}
     for key, value in _flatten(robot).items():
@@ -384,7 +446,7 @@ def parameter_file_text(robot, comments=()):
             head = head.setdefault(part, {})
         head[parts[-1]] = _floats_in_lists(value)
     lines = [OUTPUT_HEADER.rstrip('\n')] + [f'# {c}' for c in comments]
-    lines += ['/**:', '  ros__parameters:', '    robot:']
+    lines += [f'{section}:', '  ros__parameters:', '    robot:']
 
     def emit(mapping, indent):
         for key, value in mapping.items():
@@ -406,14 +468,15 @@ def _percentages(values):
     return '[' + ', '.join(f'{100.0 * v:.2f} %' for v in values) + ']'
 
 
-def write_parameter_file(path, robot, args, result, held, prior_errors, identified_errors):
+def write_parameter_file(path, robot, args, result, held, prior_errors, identified_errors,
+                         timing='instant', section='/**'):
     comments = [f'prior: {" ".join(args.params_files)}',
-                f'recordings: {" ".join(args.bags)}',
+                f'recordings: {" ".join(args.bags)} (effort timing {timing})',
                 f'{result.samples} samples used, condition number {result.condition:.4g}',
                 f'validation ({held}), relative effort error per joint: prior '
                 f'{_percentages(prior_errors.relative)}, identified '
                 f'{_percentages(identified_errors.relative)}']
-    text = parameter_file_text(robot, comments)
+    text = parameter_file_text(robot, comments, section)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     temporary = f'{path}.tmp'
@@ -442,6 +505,25 @@ def main(args=None):
     except (EstimationError, ImportError) as error:     # ImportError: pip install ...
         print(f'identify estimate: {_first_line(error)}', file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print('identify estimate: stopped', file=sys.stderr)
+        return STOPPED
+    except Exception as error:  # noqa: B902 - anything else is a bug, not bad input
+        where = _innermost_frame(error)
+        print(f'identify estimate: internal error (a bug in robot_dynamics, not a problem '
+              f'of the data; please report it): {type(error).__name__}: '
+              f'{_first_line(error)}{where}', file=sys.stderr)
+        return BUG
+
+
+def _innermost_frame(error):
+    """' (at file.py:line)' of where `error` was raised ('' without a traceback)."""
+    import traceback
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ''
+    last = frames[-1]
+    return f' (at {os.path.basename(last.filename)}:{last.lineno})'
 
 
 def _without_ros_args(argv):

@@ -8,7 +8,11 @@ else on its joint_trajectory topic (then the end of the motion is the controller
 ~/status going from running to finished, or, for a controller without it, the duration
 elapsed on the stamps of /joint_states). /joint_states is recorded from just before the
 motion to its end as the serialised messages arrive (an rclpy raw subscription: nothing is
-converted in the loop), with the reliability of its publishers and a deep queue.
+converted in the loop), with the reliability of its publishers and a deep queue. The bag's
+metadata custom_data says how its efforts are timed (``robot_dynamics.effort_timing``, read
+by `identify estimate`): held_before when the publisher of /joint_states is this package's
+plant (its node name ``plant_simulator``: the effort held over the step that ends at the
+message), else instant (a driver's measured effort), unless ``--effort-timing`` says.
 """
 
 import math
@@ -34,6 +38,7 @@ NODE_NAME = 'identify'
 SAMPLE_PERIOD = 0.02        # s between the trajectory points sent (the controller
 #                             interpolates between them with their velocities and accelerations)
 RECORD_DEPTH = 10000        # messages the recorder's queue holds while the executor is busy
+PLANT_NODE = 'plant_simulator'   # this package's plant: its efforts are held_before
 NOT_ENDED = 1
 STOPPED = 130
 
@@ -52,6 +57,7 @@ class ExcitationRecorder(ExcitationSender):
         self.running = running
         self.states_topic = self._states.topic_name
         self.recorded = []                   # (receive time [ns], CDR bytes)
+        self.publishers_ = []                # node names publishing the joint states
         self._recording = False
         self._recorder = None
         self.status = None
@@ -124,6 +130,7 @@ class ExcitationRecorder(ExcitationSender):
         subscription is no longer needed (half the callbacks)."""
         topic = self.states_topic
         publishers = self.get_publishers_info_by_topic(topic)
+        self.publishers_ = sorted({p.node_name for p in publishers})
         best_effort = any(p.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
                           for p in publishers)
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
@@ -144,8 +151,19 @@ class ExcitationRecorder(ExcitationSender):
             self.destroy_subscription(self._recorder)
             self._recorder = None
 
-    def write_bag(self, folder):
-        with JointStateBagWriter(folder, topic=self.states_topic) as writer:
+    def effort_timing(self, chosen=None):
+        """(timing, why): `chosen`, else held_before for this package's plant, else
+        instant."""
+        if chosen:
+            return chosen, 'as given'
+        if PLANT_NODE in self.publishers_:
+            return 'held_before', f'{self.states_topic} is published by {PLANT_NODE}'
+        return 'instant', f'{self.states_topic} is published by {self.publishers_ or "?"}'
+
+    def write_bag(self, folder, timing='instant'):
+        from robot_dynamics.nodes.identify import EFFORT_TIMING_KEY
+        with JointStateBagWriter(folder, topic=self.states_topic,
+                                 custom_data={EFFORT_TIMING_KEY: timing}) as writer:
             for received, data in self.recorded:
                 writer.write_serialized(received * 1e-9, data)
         return writer.count
@@ -300,14 +318,15 @@ def run(node, options):
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
         return NOT_ENDED
+    timing, why = node.effort_timing(getattr(options, 'effort_timing', None))
     try:
-        count = node.write_bag(options.record)
+        count = node.write_bag(options.record, timing)
     except BagError as error:
         log.error(str(error))
         return 2
-    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}; '
-             f'next: identify estimate --params-file ROBOT.yaml --bag {options.record} '
-             '--output identified.yaml')
+    log.info(f'recorded {count} messages of {node.states_topic} into {options.record} '
+             f'(effort timing {timing}: {why}); next: identify estimate --params-file '
+             f'ROBOT.yaml --bag {options.record} --output identified.yaml')
     return 0
 
 
