@@ -32,8 +32,7 @@ from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
-           'jacobian', 'kinetic_energy', 'potential_energy', 'friction_torques',
-           'friction_laws']
+           'jacobian', 'kinetic_energy', 'potential_energy', 'friction_torques']
 
 BACKENDS = ('generated', 'reference')        # always available
 OPTIONAL_BACKENDS = ('numba',)               # need an optional package
