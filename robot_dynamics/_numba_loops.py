@@ -105,7 +105,7 @@ def pack(model):
     P[:n, 27] = model.coulomb_friction
     P[:n, 28] = model.coulomb_friction_negative
     P[:n, 29] = model.stribeck_friction
-    P[:n, 30] = model.friction_velocity
+    P[:n, 30] = model.stribeck_velocity
     P[:n, 31] = [law == 'tanh' for law in model.friction_model]
     P[n, 0:9] = ch.R_tip.reshape(9)
     P[n, 9:12] = ch.p_tip

@@ -710,7 +710,7 @@ def links_of(model, g=None):
     links = [Link(chain, i, float(model.armature[i]), float(model.viscous_friction[i]),
                   float(model.coulomb_friction[i]),
                   (model.friction_model[i], float(model.coulomb_friction_negative[i]),
-                   float(model.stribeck_friction[i]), float(model.friction_velocity[i])))
+                   float(model.stribeck_friction[i]), float(model.stribeck_velocity[i])))
              for i in range(model.n)]
     if g is not None:
         last = links[-1]

@@ -283,7 +283,7 @@ def friction_torques(model, qd):
 
     * coulomb (default): f_c sign(q̇) ([SAS] eq. 2.39);
     * asymmetric: f_c for q̇ > 0, −f_c⁻ for q̇ < 0 (`coulomb_friction_negative`);
-    * tanh: f_c tanh(q̇ / v_s), a smooth Coulomb law (`friction_velocity` v_s);
+    * tanh: f_c tanh(q̇ / v_s), a smooth Coulomb law (`stribeck_velocity` v_s);
     * stribeck: (f_c + f_s exp(−(q̇ / v_s)²)) sign(q̇) (`stribeck_friction` f_s).
 
     Every law is linear in its levels (b, f_c, f_c⁻, f_s) for a fixed v_s."""
@@ -298,7 +298,7 @@ def friction_laws(model, qd):
     if model.plain_friction:
         return tau + np.sign(qd) * model.coulomb_friction
     smooth = np.array([m == 'tanh' for m in model.friction_model])
-    v = model.friction_velocity
+    v = model.stribeck_velocity
     with np.errstate(over='ignore', under='ignore'):
         s = np.where(smooth, np.tanh(qd / v), np.sign(qd))
         tau = (tau + np.maximum(s, 0.0) * model.coulomb_friction

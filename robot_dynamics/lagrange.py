@@ -251,7 +251,7 @@ def _friction(model, qd):
     """Each joint's friction law written out on its own (dynamics.friction_torques)."""
     tau = np.zeros(model.n)
     for i, law in enumerate(model.friction_model):
-        v, b = model.friction_velocity[i], model.viscous_friction[i]
+        v, b = model.stribeck_velocity[i], model.viscous_friction[i]
         if law == 'tanh':
             tau[i] = b * qd[i] + model.coulomb_friction[i] * math.tanh(qd[i] / v)
         elif law == 'asymmetric':

@@ -40,14 +40,14 @@ JOINT_TYPES = (REVOLUTE, PRISMATIC)
 PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
                       'position_min', 'position_max', 'velocity_max', 'effort_max',
                       'friction_model', 'coulomb_friction_negative', 'stribeck_friction',
-                      'friction_velocity', 'effort_offset')
+                      'stribeck_velocity', 'effort_offset')
 # Per joint friction laws (`RobotModel.friction_model`; dynamics.friction_torques):
 #   coulomb     b q̇ + f_c sign(q̇)                                       (the default)
 #   asymmetric  b q̇ + f_c [q̇ > 0] − f_c⁻ [q̇ < 0]                 (coulomb_friction_negative)
-#   tanh        b q̇ + f_c tanh(q̇ / v_s)                                (friction_velocity)
+#   tanh        b q̇ + f_c tanh(q̇ / v_s)                                (stribeck_velocity)
 #   stribeck    b q̇ + (f_c + f_s exp(−(q̇ / v_s)²)) sign(q̇)   (stribeck_friction, v_s)
 FRICTION_MODELS = ('coulomb', 'asymmetric', 'tanh', 'stribeck')
-DEFAULT_FRICTION_VELOCITY = 0.01
+DEFAULT_STRIBECK_VELOCITY = 0.01
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
              'lock_side_joints')
@@ -173,7 +173,7 @@ class RobotModel:
                  velocity_max=None, effort_max=None, payload=None,
                  accept_nonphysical_inertia=False, friction_model=None,
                  coulomb_friction_negative=None, stribeck_friction=None,
-                 friction_velocity=None, effort_offset=None):
+                 stribeck_velocity=None, effort_offset=None):
         if dh_convention not in CONVENTIONS:
             raise ValueError(f'robot.dh_convention: unknown convention {dh_convention!r}, '
                              f'expected one of {CONVENTIONS}')
@@ -206,7 +206,7 @@ class RobotModel:
         self._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                              position_min, position_max, velocity_max, effort_max, payload)
         self._set_drive_data(friction_model, coulomb_friction_negative, stribeck_friction,
-                             friction_velocity, effort_offset)
+                             stribeck_velocity, effort_offset)
         for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
                       self._inertia):
             array.setflags(write=False)
@@ -255,7 +255,7 @@ class RobotModel:
         self._payload = _payload(payload)
 
     def _set_drive_data(self, friction_model, coulomb_friction_negative, stribeck_friction,
-                        friction_velocity, effort_offset):
+                        stribeck_velocity, effort_offset):
         """Validate and store the per-joint friction law (`FRICTION_MODELS`), its extra
         parameters and the effort sensor's offset."""
         n = self._n
@@ -280,8 +280,8 @@ class RobotModel:
         self._stribeck = _read_only(np.where(
             np.array([m == 'stribeck' for m in models]),
             _optional('stribeck_friction', stribeck_friction, n, 0.0, nonnegative=True), 0.0))
-        self._friction_velocity = _optional('friction_velocity', friction_velocity, n,
-                                            DEFAULT_FRICTION_VELOCITY, positive=True)
+        self._stribeck_velocity = _optional('stribeck_velocity', stribeck_velocity, n,
+                                            DEFAULT_STRIBECK_VELOCITY, positive=True)
         self._effort_offset = _optional('effort_offset', effort_offset, n, 0.0)
 
     # ------------------------------------------------------------------ construction
@@ -340,7 +340,7 @@ class RobotModel:
                    position_max=None, velocity_max=None, effort_max=None, payload=None,
                    params=None, source='urdf', accept_nonphysical_inertia=False,
                    friction_model=None, coulomb_friction_negative=None,
-                   stribeck_friction=None, friction_velocity=None, effort_offset=None):
+                   stribeck_friction=None, stribeck_velocity=None, effort_offset=None):
         """A model from a ready `Chain` that is not a DH table (e.g. read from a URDF by
         `robot_dynamics.urdf`). The chain's inertias must exclude the payload; `params` is
         the `robot` block that rebuilds the model (returned by `to_params`)."""
@@ -368,7 +368,7 @@ class RobotModel:
         new._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                             position_min, position_max, velocity_max, effort_max, payload)
         new._set_drive_data(friction_model, coulomb_friction_negative, stribeck_friction,
-                            friction_velocity, effort_offset)
+                            stribeck_velocity, effort_offset)
         fields = {key: _read_only(getattr(chain, key)) for key in Chain.__dataclass_fields__
                   if key != 'prismatic'}
         prismatic = np.array(chain.prismatic, dtype=bool)
@@ -488,7 +488,7 @@ class RobotModel:
             'coulomb_friction of the others.')
     stribeck_friction = property(lambda self: self._stribeck,
                                  doc='Extra friction f_s at rest of stribeck joints.')
-    friction_velocity = property(lambda self: self._friction_velocity,
+    stribeck_velocity = property(lambda self: self._stribeck_velocity,
                                  doc='Shape velocity v_s of tanh and stribeck joints.')
     effort_offset = property(lambda self: self._effort_offset,
                              doc='The effort sensor\'s bias: measured effort = applied + '
@@ -556,8 +556,8 @@ class RobotModel:
             block['coulomb_friction_negative'] = self._coulomb_negative.tolist()
         if np.any(self._stribeck):
             block['stribeck_friction'] = self._stribeck.tolist()
-        if np.any(self._friction_velocity != DEFAULT_FRICTION_VELOCITY):
-            block['friction_velocity'] = self._friction_velocity.tolist()
+        if np.any(self._stribeck_velocity != DEFAULT_STRIBECK_VELOCITY):
+            block['stribeck_velocity'] = self._stribeck_velocity.tolist()
         if np.any(self._effort_offset):
             block['effort_offset'] = self._effort_offset.tolist()
         return block
