@@ -96,7 +96,7 @@ from typing import NamedTuple
 import numpy as np
 
 from robot_dynamics import algorithms, dynamics
-from robot_dynamics.model import RobotModel
+from robot_dynamics.model import FRICTION_MODELS, RobotModel
 
 __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameters',
            'BaseParameters', 'model_with_parameters', 'robot_params_overrides',
@@ -107,7 +107,9 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
-JOINT_PARAMETERS = ('armature', 'viscous', 'coulomb', 'offset')
+JOINT_PARAMETERS = ('armature', 'viscous', 'coulomb', 'coulomb_negative', 'stribeck',
+                    'offset')
+FRICTION_LEVELS = ('coulomb', 'coulomb_negative', 'stribeck')
 
 
 def _require(module):
@@ -123,14 +125,30 @@ def _require(module):
 # ---------------------------------------------------------------------- parameters
 
 
-def _per_index(offset):
-    return 10 + (4 if offset else 3)
+def joint_terms(model, offset=False):
+    """The joint parameters of every index, in φ's order: armature, viscous, coulomb;
+    coulomb_negative when a joint's friction law is asymmetric, stribeck when one is
+    stribeck (the entries of joints with another law have a zero column); offset."""
+    laws = set(model.friction_model)
+    terms = ['armature', 'viscous', 'coulomb']
+    if 'asymmetric' in laws:
+        terms.append('coulomb_negative')
+    if 'stribeck' in laws:
+        terms.append('stribeck')
+    if offset:
+        terms.append('offset')
+    return tuple(terms)
+
+
+def _per_index(model, offset):
+    return 10 + len(joint_terms(model, offset))
 
 
 def parameter_names(model, offset=False):
     """Names of φ's entries: per index i (1-based), link i's ten inertial parameters then
-    joint i's armature, viscous, coulomb (and offset)."""
-    joint = JOINT_PARAMETERS if offset else JOINT_PARAMETERS[:3]
+    joint i's `joint_terms` (armature, viscous, coulomb [, coulomb_negative, stribeck]
+    [, offset])."""
+    joint = joint_terms(model, offset)
     names = []
     for i in range(1, model.n + 1):
         names += [f'link{i}.{p}' for p in LINK_PARAMETERS]
@@ -184,17 +202,68 @@ def arm_parameters(model, offset=False):
     """φ (p,) of `model` (`parameter_names` order; offsets 0; a payload is part of the
     last link)."""
     ch = model.chain
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     phi = np.zeros(model.n * k)
     transforms = _link_transforms(model)
+    asymmetric = np.array([law == 'asymmetric' for law in model.friction_model])
+    values = {'armature': model.armature, 'viscous': model.viscous_friction,
+              'coulomb': model.coulomb_friction,
+              'coulomb_negative': np.where(asymmetric, model.coulomb_friction_negative, 0.0),
+              'stribeck': model.stribeck_friction, 'offset': model.effort_offset}
     for i in range(model.n):
         body = np.concatenate(([ch.mass[i]], ch.mass[i] * ch.com[i],
                                _urdf6(ch.inertia[i] + algorithms.steiner(ch.mass[i],
                                                                          ch.com[i]))))
         phi[i * k:i * k + 10] = np.linalg.solve(transforms[i], body)
-        phi[i * k + 10:i * k + 13] = (model.armature[i], model.viscous_friction[i],
-                                      model.coulomb_friction[i])
+        phi[i * k + 10:i * k + k] = [values[term][i] for term in terms]
     return phi
+
+
+def friction_columns(laws, velocities, qd, filtered=None):
+    """The friction levels' regressor columns, {'coulomb', 'coulomb_negative',
+    'stribeck'} -> (…, n), for per-joint `laws` and velocity scales v_s at velocities qd:
+    coulomb s = sign(q̇) (tanh: tanh(q̇/v_s); asymmetric: max(s, 0)), coulomb_negative
+    min(s, 0) (asymmetric joints, else 0), stribeck exp(−(q̇/v_s)²) s (stribeck joints, else
+    0). `filtered`: the same functions of the full-rate velocity low-pass filtered like the
+    efforts ({'sign': …, ('tanh', v): …, ('stribeck', v): …}, `_prepare`'s features),
+    used instead of evaluating them at qd."""
+    qd = np.asarray(qd, dtype=float)
+    sign = np.sign(qd) if filtered is None else filtered['sign']
+    coulomb = sign.copy()
+    negative = np.zeros_like(qd)
+    stribeck = np.zeros_like(qd)
+    for j, law in enumerate(laws):
+        v = float(velocities[j])
+        if law == 'asymmetric':
+            whole = np.abs(np.sign(qd[..., j])) if filtered is None else 1.0
+            coulomb[..., j] = 0.5 * (whole + sign[..., j])
+            negative[..., j] = 0.5 * (sign[..., j] - whole)
+        elif law == 'tanh':
+            coulomb[..., j] = (np.tanh(qd[..., j] / v) if filtered is None
+                               else filtered[('tanh', v)][..., j])
+        elif law == 'stribeck':
+            with np.errstate(under='ignore'):
+                stribeck[..., j] = (np.exp(-(qd[..., j] / v) ** 2) * np.sign(qd[..., j])
+                                    if filtered is None else filtered[('stribeck', v)][..., j])
+    return {'coulomb': coulomb, 'coulomb_negative': negative, 'stribeck': stribeck}
+
+
+def _feature_functions(laws, velocity_sets):
+    """Keys and functions of q̇ for `_prepare`'s features: ('tanh', v) and ('stribeck', v)
+    for every v of `velocity_sets` (per joint iterables) of joints with that law."""
+    keys = []
+    for j, law in enumerate(laws):
+        if law in ('tanh', 'stribeck'):
+            keys += [(law, float(v)) for v in velocity_sets[j]]
+    keys = sorted(set(keys))
+
+    def function(key):
+        law, v = key
+        if law == 'tanh':
+            return lambda qd: np.tanh(qd / v)
+        return lambda qd: np.exp(-np.minimum((qd / v) ** 2, 700.0)) * np.sign(qd)
+    return keys, [function(key) for key in keys]
 
 
 # ---------------------------------------------------------------------- regressor
@@ -215,7 +284,8 @@ def arm_regressor(model, q, qd, qdd, offset=False):
     (q_b, qd_b, qdd_b), single = dynamics._states(model, ('q', q), ('qd', qd), ('qdd', qdd))
     ch = model.chain
     B, n = q_b.shape
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     R, p = algorithms.joint_transforms(ch, q_b)
     F, N = [], []
     for w, wd, vd in algorithms.body_motions(ch, R, p, qd_b, qdd_b, model.gravity):
@@ -244,10 +314,24 @@ def arm_regressor(model, q, qd, qdd, offset=False):
         Y[:, :, i * k:i * k + 10] = Yb[:, :, 10 * i:10 * i + 10] @ transforms[i]
         Y[:, i, i * k + 10] = qdd_b[:, i]
         Y[:, i, i * k + 11] = qd_b[:, i]
-        Y[:, i, i * k + 12] = np.sign(qd_b[:, i])
-        if offset:
-            Y[:, i, i * k + 13] = 1.0
+    _set_friction_columns(Y, model, offset, friction_columns(
+        model.friction_model, model.stribeck_velocity, qd_b))
     return Y[0] if single else Y
+
+
+def _set_friction_columns(Y, model, offset, columns):
+    """Write `friction_columns` (and the offsets' ones) into Y (…, n, p) in place. An
+    asymmetric joint's offset column stays zero: on moving samples a constant offset and
+    the difference of the two Coulomb levels are the same column, so its offset is not
+    identified (kept at the prior's)."""
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
+    for i in range(model.n):
+        for t, term in enumerate(terms[2:], start=12):
+            if term == 'offset':
+                Y[..., i, i * k + t] = 0.0 if model.friction_model[i] == 'asymmetric' else 1.0
+            else:
+                Y[..., i, i * k + t] = columns[term][..., i]
 
 
 # ---------------------------------------------------------------------- base parameters
@@ -319,7 +403,7 @@ def _elimination_order(model, offset):
     """The order in which the greedy rank selection considers φ's columns: earlier links'
     parameters are kept and later ones regrouped onto them (Gautier & Khalil 1990); within
     a link the parameters that usually regroup (m, m·c_z, I_yy) come last."""
-    k = _per_index(offset)
+    k = _per_index(model, offset)
     within = [4, 5, 6, 8, 9, 1, 2, 7, 3, 0]           # Ixx Ixy Ixz Iyz Izz mcx mcy Iyy mcz m
     order = []
     for i in range(model.n):
@@ -338,12 +422,13 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
     the span of those kept exceeds `tolerance` (relative; a QR factorisation with this
     order). Each other column is a combination of the kept ones, Y_d = Y_b C, so
     Y φ = Y_b (φ_b + C φ_d) = Y_b β: K = [I | C] in φ's order."""
-    key = ('_arm_id_base', offset, samples, tolerance, seed)
+    key = ('_arm_id_base', offset, samples, tolerance, seed, model.friction_model,
+           tuple(model.stribeck_velocity))
     cached = model.__dict__.get(key)
     if cached is not None:
         return cached
     rng = np.random.default_rng(seed)
-    p = model.n * _per_index(offset)
+    p = model.n * _per_index(model, offset)
     count = samples if samples is not None else max(30, int(math.ceil(6 * p / model.n)))
     Y = arm_regressor(model, *_random_states(model, count, rng), offset=offset).reshape(-1, p)
     norms = np.linalg.norm(Y, axis=0)
@@ -376,15 +461,17 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
 
 
 def _link_values(model, phi):
-    """Per link (n, 10) parameters in link frames and per joint (n, 3) armature, viscous,
-    coulomb from φ (with or without offsets)."""
+    """Per link (n, 10) parameters in link frames and per joint {term: (n,)} of
+    `joint_terms` from φ (with or without offsets)."""
     phi = np.asarray(phi, dtype=float).reshape(-1)
     n = model.n
-    if phi.size not in (13 * n, 14 * n):
-        raise ValueError(f'phi: expected {13 * n} or {14 * n} values for {n} joints, got '
-                         f'{phi.size}')
+    sizes = {n * _per_index(model, o): o for o in (False, True)}
+    if phi.size not in sizes:
+        raise ValueError(f'phi: expected {" or ".join(str(v) for v in sizes)} values for '
+                         f'{n} joints, got {phi.size}')
     blocks = phi.reshape(n, -1)
-    return blocks[:, :10], blocks[:, 10:13]
+    terms = joint_terms(model, sizes[phi.size])
+    return blocks[:, :10], {term: blocks[:, 10 + t] for t, term in enumerate(terms)}
 
 
 def _payload_parameters(model):
@@ -419,11 +506,11 @@ def _link_inertials(model, phi):
             raise ValueError(f'phi: link {i + 1} has a negative mass ({m:.6g} kg)')
         if m == 0.0 and np.any(links[i, 1:4] != 0.0):
             raise ValueError(f'phi: link {i + 1} has zero mass but a first moment')
-    for j, key in enumerate(('armature', 'viscous', 'coulomb')):
-        bad = np.flatnonzero(joints[:, j] < 0.0)
-        if bad.size:
+    for key, values in joints.items():
+        bad = np.flatnonzero(values < 0.0)
+        if key != 'offset' and bad.size:
             raise ValueError(f'phi: joint {bad[0] + 1} has a negative {key} '
-                             f'({joints[bad[0], j]:.6g})')
+                             f'({values[bad[0]]:.6g})')
     return mass, com, inertia, joints
 
 
@@ -437,7 +524,9 @@ def robot_params_overrides(model):
     {mass, com, inertia} (the same lists, in the link frames of `RobotModel.inertia`:
     the child link of each movable joint, the tip link for the last; each body with what
     is merged into it), armature, viscous_friction, coulomb_friction. A payload of the
-    model is not included (it stays in the robot's own file)."""
+    model is not included (it stays in the robot's own file). `friction_model` names
+    every joint's friction law; its extra levels, velocity scales and the effort sensor's
+    offset (`RobotModel.drive_params`) are included where they are not the defaults."""
     n = model.n
     inertia6 = [float(v) for i in range(n) for v in _urdf6(model.inertia[i])]
     inertials = {'mass': [float(m) for m in model.mass],
@@ -445,7 +534,9 @@ def robot_params_overrides(model):
                  'inertia': inertia6}
     block = {'armature': [float(v) for v in model.armature],
              'viscous_friction': [float(v) for v in model.viscous_friction],
-             'coulomb_friction': [float(v) for v in model.coulomb_friction]}
+             'coulomb_friction': [float(v) for v in model.coulomb_friction],
+             'friction_model': list(model.friction_model)}
+    block.update(model.drive_params())
     if model.source == 'dh':
         return {**inertials, **block}
     if model.source == 'urdf':
@@ -454,56 +545,74 @@ def robot_params_overrides(model):
                      'supported (dh or urdf)')
 
 
-def model_with_parameters(model, phi):
-    """`model` with its links' inertial parameters, armature and friction replaced by φ
-    (`parameter_names` order; offsets, if present, are dropped). A payload of `model` is
-    kept: the last link gets φ's last link minus the payload. Raises ValueError for a
-    negative mass, armature or friction."""
+def model_with_parameters(model, phi, stribeck_velocity=None):
+    """`model` with its links' inertial parameters, armature, friction levels (and, when
+    φ has offsets, the effort offsets) replaced by φ (`parameter_names` order), and the
+    friction laws' velocity scales by `stribeck_velocity` (n,) when given. A payload of
+    `model` is kept: the last link gets φ's last link minus the payload. Raises ValueError
+    for a negative mass, armature or friction level."""
     mass, com, inertia, joints = _link_inertials(model, phi)
     overrides = {'mass': mass.tolist(), 'com': com.reshape(-1).tolist(),
                  'inertia': [float(v) for i in range(model.n) for v in _urdf6(inertia[i])]}
-    friction = {'armature': joints[:, 0].tolist(), 'viscous_friction': joints[:, 1].tolist(),
-                'coulomb_friction': joints[:, 2].tolist()}
+    friction = {'armature': joints['armature'].tolist(),
+                'viscous_friction': joints['viscous'].tolist(),
+                'coulomb_friction': joints['coulomb'].tolist(),
+                'friction_model': list(model.friction_model)}
+    for term, key in (('coulomb_negative', 'coulomb_friction_negative'),
+                      ('stribeck', 'stribeck_friction'), ('offset', 'effort_offset')):
+        if term in joints:
+            friction[key] = joints[term].tolist()
+    if stribeck_velocity is not None:
+        friction['stribeck_velocity'] = [float(v) for v in stribeck_velocity]
     block = model.to_params()
     if model.source == 'dh':
         block.update(overrides)
     else:
         block['inertials'] = overrides
     block.update(friction)
-    issues = physical_consistency_issues(np.concatenate(
-        (np.column_stack((mass, mass[:, None] * com,
-                          [_urdf6(inertia[i] + algorithms.steiner(mass[i], com[i]))
-                           for i in range(model.n)])), joints), axis=1).reshape(-1),
-        model.n)
+    issues = physical_consistency_issues(np.column_stack(
+        (mass, mass[:, None] * com, [_urdf6(inertia[i] + algorithms.steiner(mass[i], com[i]))
+                                     for i in range(model.n)])).reshape(-1), model.n)
     if issues:
         block['accept_nonphysical_inertia'] = True
     return RobotModel.from_params(block)
 
 
-def physical_consistency_issues(model_or_phi, n=None, tolerance=1e-10):
+def physical_consistency_issues(model_or_phi, n=None, tolerance=1e-10, terms=None):
     """What is not physically consistent, one line each ([] when all is): per link, the
     pseudo-inertia matrix J = [[½tr(I)·1 − I, m c], [(m c)ᵀ, m]] (I about the link frame
     origin) must be positive definite — equivalently m > 0, the centroidal inertia
     positive definite and its principal moments within the triangle inequality (Wensing,
-    Kim & Slotine 2018) — and armature, viscous and Coulomb friction ≥ 0. `tolerance`
-    is relative to the largest eigenvalue of J."""
+    Kim & Slotine 2018) — and armature and friction levels ≥ 0 (offsets may have any
+    sign). `tolerance` is relative to the largest eigenvalue of J. With a parameter
+    vector, `terms` names its joint entries (`joint_terms`; default: armature, viscous,
+    coulomb [, offset] by its size)."""
     if isinstance(model_or_phi, RobotModel):
         phi, n = arm_parameters(model_or_phi), model_or_phi.n
+        terms = joint_terms(model_or_phi)
     else:
         phi = np.asarray(model_or_phi, dtype=float).reshape(-1)
         if n is None:
             raise ValueError('n: needed with a parameter vector')
     blocks = phi.reshape(n, -1)
+    if terms is None:
+        terms = (JOINT_PARAMETERS[:3] + ('offset',))[:blocks.shape[1] - 10]
     issues = []
     for i in range(n):
         eig = np.linalg.eigvalsh(pseudo_inertia(blocks[i, :10]))
         if not eig[0] > tolerance * max(eig[-1], 1e-300):
             issues.append(f'link {i + 1}: pseudo-inertia not positive definite (eigenvalues '
                           f'{np.array2string(eig, precision=4)})')
-        for j, key in enumerate(('armature', 'viscous friction', 'Coulomb friction')):
-            if blocks[i, 10 + j] < 0.0:
-                issues.append(f'joint {i + 1}: negative {key} {blocks[i, 10 + j]:.4g}')
+        for j, key in enumerate(terms):
+            if key != 'offset' and blocks[i, 10 + j] < 0.0:
+                issues.append(f'joint {i + 1}: negative {_TERM_WORDS[key]} '
+                              f'{blocks[i, 10 + j]:.4g}')
     return issues
+
+
+_TERM_WORDS = {'armature': 'armature', 'viscous': 'viscous friction',
+               'coulomb': 'Coulomb friction', 'coulomb_negative': 'Coulomb friction (q̇ < 0)',
+               'stribeck': 'Stribeck friction'}
 
 
 def pseudo_inertia(link):
@@ -527,6 +636,7 @@ class _Prepared(NamedTuple):
     coulomb: np.ndarray  # the filtered sign(q̇): the Coulomb column, filtered like τ
     mask: np.ndarray     # (K, n) bool: joint row usable (moving faster than friction_velocity)
     raw_samples: int
+    features: list = []  # `features` functions of the full-rate filtered q̇, filtered like τ
 
 
 def _segments(t, q, qd, tau, n):
@@ -567,12 +677,14 @@ EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 
 
 def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-             effort_timing='instant'):
+             effort_timing='instant', features=()):
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
     of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
     Recordings are resampled onto a uniform grid (their median step) first. The Coulomb
-    column sign(q̇) is computed at the full rate and filtered with the same filter.
+    column sign(q̇) is computed at the full rate and filtered with the same filter, as are
+    the `features` (functions of the filtered full-rate q̇ (K, n) -> (K, n): the smooth
+    friction laws' columns).
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
     measured effort); paired with the state at t_k and the central difference of q̇.
@@ -608,40 +720,76 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
         # commute with sign(), and sign(filtered q̇) would be a step where the filtered
         # effort has a ramp ~1/cutoff long at every reversal
         coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
+        extra = [signal.sosfiltfilt(sos, f(qdf), axis=0) for f in features]
         if effort_timing == 'instant':
             qddf = np.gradient(qdf, step, axis=0)
         else:
             qddf = np.diff(qdf, axis=0) / step
             qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
             coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
+            extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
             tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
         keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep]))
+        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
+                       *(e[keep] for e in extra)))
     if not pieces:
         raise ValueError('t: no recording long enough to filter (need more than '
                          f'{4.0 / cutoff_frequency:.3g} s of regularly sampled data)')
-    qf, qdf, qddf, tauf, coulomb = (np.concatenate(parts) for parts in zip(*pieces))
+    qf, qdf, qddf, tauf, coulomb, *extra = (np.concatenate(parts) for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
-    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw)
+    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra))
 
 
 # ---------------------------------------------------------------------- estimator
+
+
+class BaseUncertainty(NamedTuple):
+    """How well the data determine each base parameter (`identify_arm`'s ``uncertainty``).
+
+    names (r,): the base parameters (`BaseParameters.base_names`; with drive gains also
+    'jointN.drive_gain'); expressions (r,): `BaseParameters.describe` lines; value: the
+    estimate's β (the constrained estimate, what the model holds); wls: the unconstrained
+    weighted least-squares estimate; std: its standard deviation; relative_std: std /
+    |value| (a fraction; inf for a value 0); essential (r,) bool: the essential parameters
+    (`essential_parameters`); covariance (r, r) of the weighted least-squares estimate;
+    inflation (n,): per joint factor on the residual variance for the correlation of the
+    filtered samples; dof: rows − parameters."""
+
+    names: list
+    expressions: list
+    value: np.ndarray
+    wls: np.ndarray
+    std: np.ndarray
+    relative_std: np.ndarray
+    essential: np.ndarray
+    covariance: np.ndarray
+    inflation: np.ndarray
+    dof: int
+
+    def above(self, threshold):
+        """Names of the parameters whose relative std exceeds `threshold` (a fraction)."""
+        return [name for name, r in zip(self.names, self.relative_std) if not r <= threshold]
 
 
 class ArmIdentification(NamedTuple):
     """What `identify_arm` found.
 
     model: the identified `RobotModel` (the prior's kinematics, limits and payload; links'
-    inertial parameters, armature and friction identified); phi (p,): the full parameters
-    (`parameter_names(model, offset)` order); base: the `BaseParameters` of the model;
-    beta: their values K φ; condition_number: of the weighted base regressor with columns
-    scaled to unit norm (inf when a base parameter is not determined); samples: time
-    samples used (after decimation) and rows (joint equations); raw_samples: samples read;
-    rms_residual (n,): per joint RMS of the filtered effort minus the model's on the
-    estimation data; sigma (n,): per joint residual standard deviation used as weight;
-    not_excited: what the data do not determine (empty when all is excited); fixed: how
-    the directions the data do not determine were fixed (one paragraph); consistency:
-    physical_consistency_issues of phi ([] expected); timing: seconds per stage."""
+    inertial parameters, armature, friction (law, levels, velocity scale) and, with
+    offsets, the effort offsets identified); phi (p,): the full parameters
+    (`parameter_names(model, offset)` order; offsets in the recorded effort's units);
+    base: the `BaseParameters` of the model; beta: their values K φ; condition_number: of
+    the weighted base regressor with columns scaled to unit norm (inf when a base
+    parameter is not determined); samples: time samples used (after decimation) and rows
+    (joint equations); raw_samples: samples read; rms_residual (n,): per joint RMS of the
+    filtered effort minus the model's on the estimation data; sigma (n,): per joint
+    residual standard deviation used as weight; not_excited: what the data do not
+    determine (empty when all is excited); fixed: how the directions the data do not
+    determine were fixed (one paragraph); consistency: physical_consistency_issues of phi
+    ([] expected); timing: seconds per stage; offset (n,): the identified effort offsets
+    (None without ``offset``); drive_gain (n,): τ = gain × recorded effort (None without
+    a payload recording); uncertainty: `BaseUncertainty`; friction_model, stribeck_velocity:
+    each joint's law and the velocity scale chosen."""
 
     model: RobotModel
     phi: np.ndarray
@@ -657,6 +805,11 @@ class ArmIdentification(NamedTuple):
     fixed: str
     consistency: list
     timing: dict
+    offset: np.ndarray = None
+    drive_gain: np.ndarray = None
+    uncertainty: BaseUncertainty = None
+    friction_model: tuple = ()
+    stribeck_velocity: np.ndarray = None
 
     @property
     def excited(self):
@@ -669,7 +822,8 @@ def _prior_std(model, phi0, offset, relative):
     0.01 kg) and L = max(|c|, 0.1 m) in the link frame; armature, friction and offsets a
     weak prior (scale of the arm's efforts and inertias)."""
     n = model.n
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     blocks = phi0.reshape(n, k)
     mean_mass = max(float(np.mean(np.abs(blocks[:, 0]))), 0.01)
     std = np.empty((n, k))
@@ -684,11 +838,8 @@ def _prior_std(model, phi0, offset, relative):
     inertia_scale = np.maximum(np.max(np.diagonal(M, axis1=1, axis2=2), axis=0), 1e-3)
     effort_scale = np.maximum(np.max(np.abs(dynamics.gravity_torques(model, states[0])),
                                      axis=0), 1.0)
-    std[:, 10] = inertia_scale
-    std[:, 11] = effort_scale
-    std[:, 12] = effort_scale
-    if offset:
-        std[:, 13] = effort_scale
+    for t, term in enumerate(terms):
+        std[:, 10 + t] = inertia_scale if term == 'armature' else effort_scale
     return std.reshape(-1)
 
 
@@ -725,10 +876,115 @@ def _compress(G, h):
     return R, z
 
 
+VELOCITY_GRID = tuple(float(v) for v in np.geomspace(0.002, 0.5, 13))
+
+
+def _with_laws(model, friction):
+    """`model` with the friction law of every joint replaced (None: unchanged; a law for
+    all joints, or one per joint)."""
+    if friction is None:
+        return model
+    laws = [friction] * model.n if isinstance(friction, str) else list(friction)
+    if len(laws) != model.n or any(law not in FRICTION_MODELS for law in laws):
+        raise ValueError(f'friction: expected one of {FRICTION_MODELS} or a list of {model.n} '
+                         f'of them, got {friction!r}')
+    if tuple(laws) == model.friction_model:
+        return model
+    block = model.to_params()
+    block['friction_model'] = laws
+    if 'asymmetric' in laws and 'coulomb_friction_negative' not in block:
+        block['coulomb_friction_negative'] = [float(v) for v in model.coulomb_friction]
+    return RobotModel.from_params(block)
+
+
+def _payload_vector(payload):
+    """Ten parameters (last link frame, inertia about its origin) of a payload given as a
+    mapping {mass, com, inertia} (centroidal inertia, 3×3 or URDF order) or a `Payload`."""
+    from robot_dynamics.model import Payload, _payload
+    pl = payload if isinstance(payload, Payload) else _payload(dict(payload))
+    com = np.asarray(pl.com, dtype=float)
+    return np.concatenate(([pl.mass], pl.mass * com,
+                           _urdf6(np.asarray(pl.inertia) + algorithms.steiner(pl.mass, com))))
+
+
+def _integrated_correlation(residual, lags):
+    """1 + 2 Σ ρ(l) over the initial positive lags l = 1..`lags` of a residual sequence:
+    the factor by which correlated samples inflate a least-squares variance when the
+    regressor varies slowly over the correlation time."""
+    if residual.size < 3:
+        return 1.0
+    r = residual - np.mean(residual)
+    denominator = float(r @ r)
+    if not denominator > 0.0:
+        return 1.0
+    total = 1.0
+    for lag in range(1, min(lags, r.size - 1) + 1):
+        rho = float(r[:-lag] @ r[lag:]) / denominator
+        if rho <= 0.0:
+            break
+        total += 2.0 * rho
+    return total
+
+
+def _inverse(G):
+    """Pseudo-inverse of a symmetric positive semi-definite G (columns scaled first)."""
+    d = np.sqrt(np.diag(G))
+    d = np.where(d > 0.0, d, 1.0)
+    eigenvalues, vectors = np.linalg.eigh(G / np.outer(d, d))
+    kept = eigenvalues > 1e-12 * eigenvalues[-1]
+    inverse = (vectors[:, kept] / eigenvalues[kept]) @ vectors[:, kept].T
+    return inverse / np.outer(d, d)
+
+
+def _wls_statistics(G_j, h_j, yy, counts, weights, inflation, columns):
+    """Weighted least squares on `columns` from per-joint normal equations: (x, covariance,
+    per-joint residual sums of squares). Covariance G⁻¹ (Σ_j w_j² v_j c_j G_j) G⁻¹ with
+    v_j = ‖r_j‖² / (N_j − p N_j / N) the joint's residual variance and c_j its correlation
+    inflation: with one common variance and c = 1 the textbook σ² (WᵀW)⁻¹,
+    σ² = ‖W r‖² / (N − p)."""
+    G, h = _weighted(G_j, h_j, weights, columns)
+    x = _normal_solve(G, h)
+    sub = G_j[:, columns][:, :, columns]
+    rss = yy - 2.0 * h_j[:, columns] @ x + np.einsum('p,jpq,q->j', x, sub, x)
+    rss = np.maximum(rss, 0.0)
+    total = max(float(np.sum(counts)), 1.0)
+    dof = np.maximum(counts - len(columns) * counts / total, 1.0)
+    variance = rss / dof
+    inverse = _inverse(G)
+    middle = np.tensordot(weights ** 2 * variance * inflation, sub, axes=1)
+    return x, inverse @ middle @ inverse, rss
+
+
+def essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio=10.0,
+                         keep=()):
+    """Indices (into `columns`) of the essential parameters (Pham & Gautier 1991; Khalil &
+    Dombre 2002, §12.5): starting from all of them, the parameter with the largest
+    relative standard deviation is dropped and the rest estimated again, until the
+    largest relative standard deviation is at most `ratio` times the smallest. Entries
+    of `keep` (indices into `columns`) are never dropped."""
+    active = list(range(len(columns)))
+    while len(active) > 1:
+        x, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, inflation,
+                                           [columns[a] for a in active])
+        with np.errstate(divide='ignore', invalid='ignore'):
+            relative = np.sqrt(np.maximum(np.diag(covariance), 0.0)) / np.abs(x)
+        relative = np.where(np.isfinite(relative), relative, math.inf)
+        candidates = [c for c, a in enumerate(active) if a not in keep]
+        if not candidates:
+            break
+        smallest = float(np.min(relative))
+        worst = max(candidates, key=lambda c: relative[c])
+        if relative[worst] <= ratio * smallest:
+            break
+        del active[worst]
+    return active
+
+
 def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0,
                  sample_rate=100.0, friction_velocity=0.02, prior_relative=0.5,
                  max_condition=1000.0, effort_timing='instant', base=None, solver=None,
-                 verbose=False):
+                 verbose=False, friction=None, velocity_grid=VELOCITY_GRID,
+                 payload_recording=None, payload=None, essential_ratio=10.0):
     """Estimate the whole arm's parameters from recorded motion and efforts.
 
     t (K,) [s], q, qd, tau (K, n): measured positions, velocities and applied efforts (or
@@ -741,7 +997,21 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     period ('held_after': `closed_loop_experiment`) or over the preceding one
     ('held_before': the plant node's /joint_states), see `_prepare`. A joint's equation at
     a sample is left out when the joint moves slower than `friction_velocity` (its
-    friction is not f_c·sign(q̇) there).
+    friction is not a function of q̇ there).
+
+    Sensor and drive model: ``offset=True`` adds a constant effort offset per joint (a
+    sensor bias: recorded = applied + offset; written as ``effort_offset``, which the
+    dynamics and the controller's command do not use). `friction`: each joint's friction
+    law (`dynamics.friction_torques`; None: the prior model's; one name for all joints
+    or a list), linear in its levels; the velocity scale v_s of tanh and stribeck joints
+    is found by a search over `velocity_grid` (None: the prior's v_s kept): per joint in
+    turn (two sweeps), the v_s of the grid whose weighted least-squares fit of the base
+    parameters leaves the smallest weighted residual. `payload_recording` (t, q, qd, tau,
+    as above) recorded with a known `payload` ({mass, com, inertia}: last link frame,
+    inertia about the centre of mass) attached: the drive gains k (τ = k ⊙ recorded
+    effort) are estimated with the parameters, from both recordings together (Gautier &
+    Briot 2014: without the payload the efforts fix the parameters only up to a common
+    scale per joint; the payload's known torques fix it).
 
     Estimator (maximum a posteriori under physical-consistency constraints): with the
     rows weighted by each joint's residual standard deviation σ_j (from an ordinary least
@@ -750,7 +1020,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         minimise   Σ ((τ − Y φ)_j / σ_j)² + Σ_k ((φ_k − φ_prior,k) / s_k)²
         subject to the pseudo-inertia matrix of every link ⪰ ε (Wensing, Kim & Slotine
                    2018: mass > 0, inertia positive definite, triangle inequality),
-                   armature, viscous and Coulomb friction ≥ 0,
+                   armature and friction levels ≥ 0 (drive gains > 0),
 
     where s (`_prior_std`, scaled by `prior_relative`) is a Gaussian prior around the prior
     model. The data term fixes the base parameters (its information grows with the
@@ -763,6 +1033,15 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     parametrisation with nonlinear least squares: the problem is convex, so the solution is
     the global optimum without a starting point or iterations to tune, and constraints
     on friction and armature are plain inequalities.
+
+    Uncertainty (``uncertainty``, `BaseUncertainty`): the covariance of the unconstrained
+    weighted least-squares estimate of the base parameters, G⁻¹ (Σ_j w_j² v_j c_j G_j) G⁻¹
+    (`_wls_statistics`: v_j each joint's residual variance with N − p degrees of freedom,
+    c_j the inflation for the correlation of the low-pass filtered samples, measured on
+    the residuals). It describes the constrained estimate too wherever the constraints and
+    the prior do not bind (the usual case for base parameters); where they bind, the
+    constrained value differs from the least-squares one (both are reported). The
+    essential parameters: `essential_parameters` with `essential_ratio`.
 
     Excitation: `condition_number` is that of the weighted base regressor with unit-norm
     columns; when it exceeds `max_condition` the base parameters that dominate the
@@ -777,42 +1056,128 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     _require('cvxpy')
     timing['imports'] = time.perf_counter() - start
     start = time.perf_counter()
-    n = prior_model.n
-    data = _prepare(prior_model, t, q, qd, tau, cutoff_frequency, sample_rate,
-                    friction_velocity, effort_timing)
+    prior = _with_laws(prior_model, friction)
+    n = prior.n
+    laws = prior.friction_model
+    velocities = np.array(prior.stribeck_velocity, dtype=float)
+    smooth = [j for j in range(n) if laws[j] in ('tanh', 'stribeck')]
+    grid = [] if velocity_grid is None else [float(v) for v in velocity_grid]
+    if any(not (math.isfinite(v) and v > 0.0) for v in grid):
+        raise ValueError(f'velocity_grid: expected positive velocities, got {velocity_grid}')
+    keys, functions = _feature_functions(laws, [[velocities[j], *grid] for j in range(n)])
+    gains = payload_recording is not None
+    if gains and payload is None:
+        raise ValueError('payload: the payload recording needs the payload\'s mass, com '
+                         'and inertia')
+    recordings = [(t, q, qd, tau)] + ([tuple(payload_recording)] if gains else [])
+    data = [_prepare(prior, *r, cutoff_frequency, sample_rate, friction_velocity,
+                     effort_timing, functions) for r in recordings]
     timing['filter'] = time.perf_counter() - start
     start = time.perf_counter()
-    base = base_parameters(prior_model, offset) if base is None else base
+    base = base_parameters(prior, offset) if base is None else base
     timing['base parameters'] = time.perf_counter() - start
     start = time.perf_counter()
-    Y = arm_regressor(prior_model, data.q, data.qd, data.qdd, offset=offset)
-    k = _per_index(offset)
-    for j in range(n):
-        Y[:, j, j * k + 12] = data.coulomb[:, j]
+    filtered = [dict(zip(keys, d.features), sign=d.coulomb) for d in data]
+    Y = [arm_regressor(prior, d.q, d.qd, d.qdd, offset=offset) for d in data]
+
+    def set_columns():
+        for Yr, d, f in zip(Y, data, filtered):
+            _set_friction_columns(Yr, prior, offset, friction_columns(laws, velocities,
+                                                                      d.qd, f))
+    set_columns()
     timing['regressor'] = time.perf_counter() - start
     start = time.perf_counter()
-    y = data.tau
-    mask = data.mask
-    # per-joint normal equations (one matrix product each; no growing QR): any row
-    # weighting is then a weighted sum of them
-    p = Y.shape[-1]
-    G_j = np.empty((n, p, p))
-    h_j = np.empty((n, p))
-    for j in range(n):
-        rows = Y[mask[:, j], j]
+    p = Y[0].shape[-1]
+    k = _per_index(prior, offset)
+    P = p + (n if gains else 0)
+    payload_torque = (Y[1][..., (n - 1) * k:(n - 1) * k + 10] @ _payload_vector(payload)
+                      if gains else None)
+
+    def build(j):
+        """A_j (N_j, P), b_j (N_j,): joint j's equations of every recording."""
+        A, b = [], []
+        for r, d in enumerate(data):
+            m = d.mask[:, j]
+            block = np.zeros((int(np.sum(m)), P))
+            block[:, :p] = Y[r][m, j]
+            if gains:
+                block[:, p + j] = -d.tau[m, j]
+                b.append(np.zeros(block.shape[0]) if r == 0 else -payload_torque[m, j])
+            else:
+                b.append(d.tau[m, j])
+            A.append(block)
+        return np.concatenate(A), np.concatenate(b)
+
+    cache = {}
+
+    def rows(j):
+        if j not in cache:
+            cache[j] = build(j)
+        return cache[j]
+
+    def refresh(j, columns):
+        """Joint j's friction columns `columns` taken again from Y, normal equations
+        updated."""
+        A, b = rows(j)
+        A[:, columns] = np.concatenate([Y[r][d.mask[:, j], j][:, columns]
+                                        for r, d in enumerate(data)])
+        G_j[j][:, columns] = A.T @ A[:, columns]
+        G_j[j][columns, :] = G_j[j][:, columns].T
+        h_j[j][columns] = A[:, columns].T @ b
+
+    G_j = np.empty((n, P, P))
+    h_j = np.empty((n, P))
+    yy = np.empty(n)
+    counts = np.array([sum(int(np.sum(d.mask[:, j])) for d in data) for j in range(n)],
+                      dtype=float)
+
+    def normal_equations(j):
+        A, b = rows(j)
         # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
-        G_j[j] = np.einsum('kp,kq->pq', rows, rows)
-        h_j[j] = np.einsum('kp,k->p', rows, y[mask[:, j], j])
+        G_j[j] = np.einsum('kp,kq->pq', A, A)
+        h_j[j] = np.einsum('kp,k->p', A, b)
+        yy[j] = float(b @ b)
+
+    for j in range(n):
+        normal_equations(j)
     timing['normal equations'] = time.perf_counter() - start
     start = time.perf_counter()
+    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
+    effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
+    scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
+    if smooth and grid:
+        # the velocity scales: a search over the grid, one joint at a time
+        weights0 = 1.0 / scale0 ** 2
+
+        def weighted_residual():
+            G, h = _weighted(G_j, h_j, weights0, ix)
+            x = _normal_solve(G, h)
+            return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
+        for _ in range(2):
+            for j in smooth:
+                columns = [j * k + 10 + t for t, term in enumerate(joint_terms(prior, offset))
+                           if term in FRICTION_LEVELS]
+                best = None
+                for v in sorted(set([velocities[j], *grid])):
+                    velocities[j] = v
+                    set_columns()
+                    refresh(j, columns)
+                    value = weighted_residual()
+                    if best is None or value < best[0]:
+                        best = (value, v)
+                velocities[j] = best[1]
+                set_columns()
+                refresh(j, columns)
+        timing['velocity scales'] = time.perf_counter() - start
+        start = time.perf_counter()
     # ordinary, then weighted least squares on the base parameters: σ_j and excitation
-    ix = base.independent
-    scale0 = np.array([math.sqrt(np.mean(y[mask[:, j], j] ** 2)) if np.any(mask[:, j])
-                       else 1.0 for j in range(n)]) + 1e-9
     beta0 = _normal_solve(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
-    residual = y - Y[..., ix] @ beta0
-    sigma = np.array([math.sqrt(np.mean(residual[mask[:, j], j] ** 2))
-                      if np.any(mask[:, j]) else scale0[j] for j in range(n)])
+    residuals = []
+    for j in range(n):
+        A, b = rows(j)
+        residuals.append(b - A[:, ix] @ beta0)
+    sigma = np.array([math.sqrt(np.mean(r ** 2)) if r.size else scale0[j]
+                      for j, r in enumerate(residuals)])
     # at least 0.1 % of each joint's RMS effort: exact (simulated) data would otherwise
     # weigh the data 10⁸ times the prior and leave the conic solver without precision
     sigma = np.maximum(sigma, 1e-3 * scale0)
@@ -824,9 +1189,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     condition = (math.sqrt(eigenvalues[-1] / eigenvalues[0]) if eigenvalues[0] > 0.0
                  else math.inf)
     not_excited = [f'joint{j + 1} (did not move faster than {friction_velocity:g})'
-                   for j in range(n) if not np.any(mask[:, j])]
+                   for j in range(n) if counts[j] == 0]
+    names = base.base_names + [f'joint{j + 1}.drive_gain' for j in range(P - p)]
     if not condition <= max_condition:
-        names = base.base_names
         weak = eigenvalues < eigenvalues[-1] / max_condition ** 2
         for v in vectors[:, weak].T:
             for c in np.argsort(-np.abs(v)):
@@ -836,39 +1201,75 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                     not_excited.append(names[c])
     timing['least squares'] = time.perf_counter() - start
     start = time.perf_counter()
+    # uncertainty of the weighted least-squares estimate; the essential parameters
+    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
+    lags = int(math.ceil(3.0 * sample_rate / cutoff_frequency))
+    inflation = np.array([_integrated_correlation(rows(j)[1] - rows(j)[0][:, ix] @ beta_wls,
+                                                  lags) for j in range(n)])
+    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, inflation, ix)
+    essential = essential_parameters(G_j, h_j, yy, counts, weights, inflation, ix,
+                                     essential_ratio, keep=range(base.rank, len(ix)))
+    timing['uncertainty'] = time.perf_counter() - start
+    start = time.perf_counter()
     # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
     G, h = _weighted(G_j, h_j, weights, None)
     R, z = _compress(G, h)
     timing['compression'] = time.perf_counter() - start
     start = time.perf_counter()
-    phi0 = arm_parameters(prior_model, offset)
-    std = _prior_std(prior_model, phi0, offset, prior_relative)
-    phi = _solve_sdp(R, z, phi0, std, n, offset, solver, verbose)
+    terms = joint_terms(prior, offset)
+    phi0 = np.concatenate((arm_parameters(prior, offset), np.ones(P - p)))
+    if gains:           # offsets in joint efforts (k·o): around 0
+        phi0[:p][np.tile(np.array(terms) == 'offset', n)] = 0.0
+    std = np.concatenate((_prior_std(prior, phi0[:p], offset, prior_relative),
+                          np.full(P - p, 10.0)))
+    nonnegative = np.concatenate((np.tile(np.r_[np.zeros(10, bool), [term != 'offset'
+                                                                      for term in terms]], n),
+                                  np.ones(P - p, bool)))
+    solution = _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose)
     timing['semidefinite program'] = time.perf_counter() - start
-    issues = physical_consistency_issues(phi, n)
-    model = model_with_parameters(prior_model, phi)
-    fit = y - Y @ phi
+    phi, drive_gain = solution[:p].copy(), (solution[p:] if gains else None)
+    blocks = phi.reshape(n, k)
+    offsets = None
+    if offset:
+        column = 10 + terms.index('offset')
+        if gains:            # the offset column is in joint efforts: k·o
+            blocks[:, column] = blocks[:, column] / drive_gain
+        offsets = blocks[:, column].copy()
+    issues = physical_consistency_issues(phi, n, terms=terms)
+    model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
+    fit = [rows(j)[1] - rows(j)[0] @ solution for j in range(n)]
     timing['total'] = sum(timing.values())
-    rms = np.array([math.sqrt(np.mean(fit[mask[:, j], j] ** 2)) if np.any(mask[:, j])
-                    else math.nan for j in range(n)])
+    rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
     fixed = (f'{base.rank} of {p} parameter combinations (the base parameters) are '
              f'determined by the data; the other {p - base.rank} directions, and any '
              f'poorly excited ones, come from the prior model (Gaussian prior, standard '
              f'deviation {prior_relative:g} of each link\'s mass scale, length scale '
              f'max(|c|, 0.1 m)), under physical-consistency constraints (pseudo-inertia '
              f'positive definite per link, armature and friction >= 0).')
+    value = np.concatenate((base.values(solution[:p]), solution[p:]))
+    std_wls = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        relative = np.where(value != 0.0, std_wls / np.abs(value), math.inf)
+    expressions = base.describe().splitlines() + [
+        f'drive gain of joint {j + 1}: joint effort / recorded effort' for j in range(P - p)]
+    uncertainty = BaseUncertainty(
+        names=names, expressions=expressions, value=value, wls=beta_wls, std=std_wls,
+        relative_std=relative, essential=np.isin(np.arange(len(ix)), essential),
+        covariance=covariance, inflation=inflation,
+        dof=int(np.sum(counts)) - len(ix))
     return ArmIdentification(
         model=model, phi=phi, base=base, beta=base.values(phi), condition_number=condition,
-        samples=int(data.q.shape[0]), rows=int(np.sum(mask)), raw_samples=data.raw_samples,
-        rms_residual=rms, sigma=sigma, not_excited=not_excited, fixed=fixed,
-        consistency=issues, timing=timing)
+        samples=int(sum(d.q.shape[0] for d in data)), rows=int(np.sum(counts)),
+        raw_samples=sum(d.raw_samples for d in data), rms_residual=rms, sigma=sigma,
+        not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
+        offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
+        friction_model=laws, stribeck_velocity=velocities)
 
 
-def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
-    """minimise ‖R φ − z‖² + ‖(φ − φ0)/s‖² s.t. pseudo-inertias ⪰ ε, joint terms ≥ 0, in
-    the scaled variable x = (φ − φ0)/s."""
+def _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose):
+    """minimise ‖R φ − z‖² + ‖(φ − φ0)/s‖² s.t. pseudo-inertias ⪰ ε (links i < n, k
+    entries per index), φ[nonnegative] ≥ 0, in the scaled variable x = (φ − φ0)/s."""
     cp = _require('cvxpy')
-    k = _per_index(offset)
     p = R.shape[1]
     x = cp.Variable(p)
     phi = phi0 + cp.multiply(std, x)
@@ -887,7 +1288,8 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
         s_m, s_i = std[o], std[o + 4]
         eps = 1e-6 * np.diag([s_i, s_i, s_i, s_m])
         constraints.append(0.5 * (J + J.T) >> eps)
-        constraints.append(phi[o + 10:o + 13] >= 0.0)
+    index = np.flatnonzero(nonnegative)
+    constraints.append(phi[index] >= 0.0)
     problem = cp.Problem(objective, constraints)
     installed = cp.installed_solvers()
     solvers = [solver] if solver else [s for s in ('CLARABEL', 'SCS') if s in installed]
@@ -904,24 +1306,41 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
     else:
         raise RuntimeError(f'identify_arm: the semidefinite program was not solved: {status}')
     phi = phi0 + std * np.asarray(x.value)
-    joint_terms = (np.arange(p) % k >= 10) & (np.arange(p) % k < 13)
-    phi[joint_terms] = np.maximum(phi[joint_terms], 0.0)       # solver rounding (≈ -1e-13)
+    phi[index] = np.maximum(phi[index], 0.0)       # solver rounding (≈ -1e-13)
     return phi
 
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
-                      friction_velocity=0.02, offset=None, effort_timing='instant'):
+                      friction_velocity=0.02, offset=None, effort_timing='instant',
+                      drive_gain=None):
     """RMS effort error of `model` on recorded data (prepared as in `identify_arm`:
     filtered q, q̇, τ, q̈ from the filtered q̇; samples where a joint moves slower than
     `friction_velocity` left out for that joint) and the relative error, RMS error /
-    RMS measured effort, per joint: two (n,) arrays. `offset` (n,): constant efforts added
-    to the model's prediction (identified offsets)."""
+    RMS measured effort, per joint: two (n,) arrays. The prediction of a recorded effort
+    is τ_model / drive_gain + offset; `offset` (n,): the effort sensor's offsets (default:
+    the model's ``effort_offset``), `drive_gain` (n,): τ = gain × recorded effort
+    (default 1)."""
+    keys, functions = _feature_functions(model.friction_model,
+                                         [[v] for v in model.stribeck_velocity])
     data = _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-                    effort_timing)
+                    effort_timing, functions)
     predicted = dynamics.inverse_dynamics(model, data.q, data.qd, data.qdd)
-    # Coulomb friction as filtered like the efforts (see `_prepare`)
-    predicted += model.coulomb_friction * (data.coulomb - np.sign(data.qd))
-    if offset is not None:
+    # friction as filtered like the efforts (see `_prepare`): the levels times the
+    # filtered columns instead of the law at the filtered velocity
+    levels = {'coulomb': model.coulomb_friction,
+              'coulomb_negative': model.coulomb_friction_negative,
+              'stribeck': model.stribeck_friction}
+    for columns, sign in ((friction_columns(model.friction_model, model.stribeck_velocity,
+                                            data.qd, dict(zip(keys, data.features),
+                                                          sign=data.coulomb)), 1.0),
+                          (friction_columns(model.friction_model, model.stribeck_velocity,
+                                            data.qd), -1.0)):
+        for term, level in levels.items():
+            predicted += sign * level * columns[term]
+    if drive_gain is not None:
+        predicted = predicted / np.asarray(drive_gain, dtype=float)
+    offset = model.effort_offset if offset is None else offset
+    if np.any(np.asarray(offset, dtype=float) != 0.0):
         predicted = predicted + np.asarray(offset, dtype=float)
     error = data.tau - predicted
     rms, relative = np.empty(model.n), np.empty(model.n)
@@ -1190,7 +1609,9 @@ def perturbed_model(model, fraction=0.3, seed=0, armature=None, viscous=None, co
                               for i in range(n)]))
     # link frame parameters of the rigid links; the payload (if any) is added back
     links[-1] += _payload_parameters(model)
-    return model_with_parameters(model, np.column_stack((links, joints)).reshape(-1))
+    phi = arm_parameters(model).reshape(model.n, -1)
+    phi[:, :13] = np.column_stack((links, joints))
+    return model_with_parameters(model, phi.reshape(-1))
 
 
 def drive_terms(model, armature=0.5, viscous=0.05, coulomb=0.05, acceleration=2.0,
@@ -1203,7 +1624,7 @@ def drive_terms(model, armature=0.5, viscous=0.05, coulomb=0.05, acceleration=2.
     rng = np.random.default_rng(seed)
     q = _random_states(model, 40, rng)[0]
     rigid = model_with_parameters(model, arm_parameters(model) * np.tile(
-        np.r_[np.ones(10), 0.0, 0.0, 0.0], model.n))
+        np.r_[np.ones(10), np.zeros(_per_index(model, False) - 10)], model.n))
     M = np.mean(np.diagonal(dynamics.mass_matrix(rigid, q), axis1=1, axis2=2), axis=0)
     g = np.sqrt(np.mean(dynamics.gravity_torques(rigid, q) ** 2, axis=0))
     scale = np.maximum(g, M * acceleration)
