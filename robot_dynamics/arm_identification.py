@@ -876,7 +876,7 @@ def _compress(G, h):
     return R, z
 
 
-VELOCITY_GRID = tuple(float(v) for v in np.geomspace(0.002, 0.5, 13))
+VELOCITY_GRID = tuple(float(v) for v in np.geomspace(0.002, 0.5, 25))
 
 
 def _with_laws(model, friction):
@@ -907,33 +907,55 @@ def _payload_vector(payload):
                            _urdf6(np.asarray(pl.inertia) + algorithms.steiner(pl.mass, com))))
 
 
-def _integrated_correlation(residual, lags):
-    """1 + 2 Σ ρ(l) over the initial positive lags l = 1..`lags` of a residual sequence:
-    the factor by which correlated samples inflate a least-squares variance when the
-    regressor varies slowly over the correlation time."""
-    if residual.size < 3:
-        return 1.0
-    r = residual - np.mean(residual)
-    denominator = float(r @ r)
-    if not denominator > 0.0:
-        return 1.0
-    total = 1.0
-    for lag in range(1, min(lags, r.size - 1) + 1):
-        rho = float(r[:-lag] @ r[lag:]) / denominator
-        if rho <= 0.0:
-            break
-        total += 2.0 * rho
+def _noise_shape(rate, decimation, cutoff, frequencies):
+    """The power spectrum, relative to its mean, at `frequencies` [Hz] of white noise at
+    `rate` Hz after `_prepare`'s zero-phase filter (|H(f)|⁴: the Butterworth filter run
+    forward and backward) and the decimation by `decimation` (aliases summed)."""
+    signal = _require('scipy.signal')
+    sos = signal.butter(4, min(float(cutoff), 0.4 * rate), fs=rate, output='sos')
+    decimated = rate / decimation
+    total = np.zeros(len(frequencies))
+    for alias in range(-decimation, decimation + 1):
+        f = np.abs(frequencies + alias * decimated)
+        inside = f <= rate / 2.0
+        if np.any(inside):
+            _, response = signal.sosfreqz(sos, worN=f[inside], fs=rate)
+            total[inside] += np.abs(response) ** 4
     return total
 
 
-def _inverse(G):
-    """Pseudo-inverse of a symmetric positive semi-definite G (columns scaled first)."""
+def _long_run(A, r, positions, shape):
+    """Cov(Aᵀ e) = Σ_s Σ_t a_s a_tᵀ γ(s − t) (P, P) for noise e on rows A (N, P) at sample
+    indices `positions` (rows left out are zeros on that grid) with the residuals r's
+    variance and the spectral shape `shape(F) -> (F // 2 + 1,)` (relative to its mean;
+    `_noise_shape`), computed in the frequency domain, zero-padded to twice the length
+    so that the correlations are linear, not circular."""
+    N = len(r)
+    if N == 0:
+        return np.zeros((A.shape[1], A.shape[1]))
+    variance = float(r @ r) / N
+    full = np.zeros((int(positions[-1]) + 1, A.shape[1]))
+    full[positions] = A
+    F = 2 * full.shape[0]
+    A_hat = np.fft.rfft(full, n=F, axis=0)
+    S = variance * shape(F)
+    weight = np.full(len(S), 2.0)
+    weight[0] = weight[-1] = 1.0
+    X = A_hat * np.sqrt(weight * S / F)[:, None]
+    return np.einsum('fp,fq->pq', X.real, X.real) + np.einsum('fp,fq->pq', X.imag, X.imag)
+
+
+def _inverse(G, h=None):
+    """G⁻¹ (or G⁻¹ h) of a symmetric positive semi-definite G: columns scaled to a unit
+    diagonal, a ridge of 1e-12 for directions without information. An LU solve rather
+    than an eigendecomposition: called in loops, and LAPACK's eigensolvers can be tens of
+    times slower on a loaded machine."""
     d = np.sqrt(np.diag(G))
     d = np.where(d > 0.0, d, 1.0)
-    eigenvalues, vectors = np.linalg.eigh(G / np.outer(d, d))
-    kept = eigenvalues > 1e-12 * eigenvalues[-1]
-    inverse = (vectors[:, kept] / eigenvalues[kept]) @ vectors[:, kept].T
-    return inverse / np.outer(d, d)
+    scaled = G / np.outer(d, d) + 1e-12 * np.eye(len(d))
+    if h is not None:
+        return np.linalg.solve(scaled, h / d) / d
+    return np.linalg.solve(scaled, np.eye(len(d))) / np.outer(d, d)
 
 
 def _wls_statistics(G_j, h_j, yy, counts, weights, inflation, columns):
@@ -943,19 +965,19 @@ def _wls_statistics(G_j, h_j, yy, counts, weights, inflation, columns):
     inflation: with one common variance and c = 1 the textbook σ² (WᵀW)⁻¹,
     σ² = ‖W r‖² / (N − p)."""
     G, h = _weighted(G_j, h_j, weights, columns)
-    x = _normal_solve(G, h)
+    inverse = _inverse(G)
+    x = inverse @ h
     sub = G_j[:, columns][:, :, columns]
     rss = yy - 2.0 * h_j[:, columns] @ x + np.einsum('p,jpq,q->j', x, sub, x)
     rss = np.maximum(rss, 0.0)
     total = max(float(np.sum(counts)), 1.0)
     dof = np.maximum(counts - len(columns) * counts / total, 1.0)
     variance = rss / dof
-    inverse = _inverse(G)
     middle = np.tensordot(weights ** 2 * variance * inflation, sub, axes=1)
     return x, inverse @ middle @ inverse, rss
 
 
-def essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio=10.0,
+def essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio=100.0,
                          keep=()):
     """Indices (into `columns`) of the essential parameters (Pham & Gautier 1991; Khalil &
     Dombre 2002, §12.5): starting from all of them, the parameter with the largest
@@ -984,7 +1006,8 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                  sample_rate=100.0, friction_velocity=0.02, prior_relative=0.5,
                  max_condition=1000.0, effort_timing='instant', base=None, solver=None,
                  verbose=False, friction=None, velocity_grid=VELOCITY_GRID,
-                 payload_recording=None, payload=None, essential_ratio=10.0):
+                 payload_recording=None, payload=None, essential_ratio=100.0,
+                 constrained=True):
     """Estimate the whole arm's parameters from recorded motion and efforts.
 
     t (K,) [s], q, qd, tau (K, n): measured positions, velocities and applied efforts (or
@@ -1033,6 +1056,11 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     parametrisation with nonlinear least squares: the problem is convex, so the solution is
     the global optimum without a starting point or iterations to tune, and constraints
     on friction and armature are plain inequalities.
+
+    ``constrained=False`` skips the semidefinite program: the result is the unconstrained
+    weighted least-squares estimate of the base parameters, mapped to the full parameters
+    nearest the prior's (φ = φ0 + K⁺(β − K φ0)), and ``model`` is None when that φ has a
+    negative mass or friction level (a yardstick, not a model to control with).
 
     Uncertainty (``uncertainty``, `BaseUncertainty`): the covariance of the unconstrained
     weighted least-squares estimate of the base parameters, G⁻¹ (Σ_j w_j² v_j c_j G_j) G⁻¹
@@ -1151,7 +1179,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
 
         def weighted_residual():
             G, h = _weighted(G_j, h_j, weights0, ix)
-            x = _normal_solve(G, h)
+            x = _inverse(G, h)
             return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
         for _ in range(2):
             for j in smooth:
@@ -1203,30 +1231,54 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     start = time.perf_counter()
     # uncertainty of the weighted least-squares estimate; the essential parameters
     beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
-    lags = int(math.ceil(3.0 * sample_rate / cutoff_frequency))
-    inflation = np.array([_integrated_correlation(rows(j)[1] - rows(j)[0][:, ix] @ beta_wls,
-                                                  lags) for j in range(n)])
-    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, inflation, ix)
+    middle = np.zeros((len(ix), len(ix)))
+    full_rate = 1.0 / max(float(np.median(np.diff(np.asarray(
+        t if np.ndim(t[0]) == 0 else t[0], dtype=float)))), 1e-9)
+    decimation = max(1, int(round(full_rate / sample_rate)))
+
+    def shape(F):
+        frequencies = np.fft.rfftfreq(F, decimation / full_rate)
+        power = _noise_shape(full_rate, decimation, cutoff_frequency, frequencies)
+        weight = np.full(len(power), 2.0)
+        weight[0] = weight[-1] = 1.0
+        return power / (float(weight @ power) / F)
+    inflation = np.full(n, float(shape(64)[0]))
+    for j in range(n):
+        A, b = rows(j)
+        positions, first = [], 0
+        for d in data:      # the rows' places in time (recordings apart by 1000 samples)
+            positions.append(first + np.flatnonzero(d.mask[:, j]))
+            first += d.mask.shape[0] + 1000
+        middle += weights[j] ** 2 * _long_run(A[:, ix], b - A[:, ix] @ beta_wls,
+                                              np.concatenate(positions), shape)
+    dof = max(int(np.sum(counts)) - len(ix), 1)
+    inverse = _inverse(_weighted(G_j, h_j, weights, ix)[0])
+    covariance = inverse @ middle @ inverse * (np.sum(counts) / dof)
     essential = essential_parameters(G_j, h_j, yy, counts, weights, inflation, ix,
                                      essential_ratio, keep=range(base.rank, len(ix)))
     timing['uncertainty'] = time.perf_counter() - start
     start = time.perf_counter()
     # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
     G, h = _weighted(G_j, h_j, weights, None)
-    R, z = _compress(G, h)
-    timing['compression'] = time.perf_counter() - start
-    start = time.perf_counter()
     terms = joint_terms(prior, offset)
     phi0 = np.concatenate((arm_parameters(prior, offset), np.ones(P - p)))
     if gains:           # offsets in joint efforts (k·o): around 0
-        phi0[:p][np.tile(np.array(terms) == 'offset', n)] = 0.0
+        phi0[:p][np.tile(np.r_[np.zeros(10, bool), np.array(terms) == 'offset'], n)] = 0.0
     std = np.concatenate((_prior_std(prior, phi0[:p], offset, prior_relative),
                           np.full(P - p, 10.0)))
     nonnegative = np.concatenate((np.tile(np.r_[np.zeros(10, bool), [term != 'offset'
                                                                       for term in terms]], n),
                                   np.ones(P - p, bool)))
-    solution = _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose)
-    timing['semidefinite program'] = time.perf_counter() - start
+    if constrained:
+        R, z = _compress(G, h)
+        timing['compression'] = time.perf_counter() - start
+        start = time.perf_counter()
+        solution = _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose)
+        timing['semidefinite program'] = time.perf_counter() - start
+    else:
+        K = base.K
+        correction = np.linalg.lstsq(K, beta_wls[:base.rank] - K @ phi0[:p], rcond=None)[0]
+        solution = np.concatenate((phi0[:p] + correction, beta_wls[base.rank:]))
     phi, drive_gain = solution[:p].copy(), (solution[p:] if gains else None)
     blocks = phi.reshape(n, k)
     offsets = None
@@ -1236,7 +1288,12 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
             blocks[:, column] = blocks[:, column] / drive_gain
         offsets = blocks[:, column].copy()
     issues = physical_consistency_issues(phi, n, terms=terms)
-    model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
+    try:
+        model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
+    except ValueError:
+        if constrained:
+            raise
+        model = None
     fit = [rows(j)[1] - rows(j)[0] @ solution for j in range(n)]
     timing['total'] = sum(timing.values())
     rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
