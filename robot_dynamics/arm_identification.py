@@ -19,9 +19,12 @@ The inverse dynamics of `robot_dynamics.dynamics` are linear in the parameters
 * joint i's armature (reflected rotor inertia, τ_i += armature·q̈_i), viscous friction
   (τ_i += b·q̇_i) and Coulomb friction (τ_i += f_c·sign(q̇_i): the model's exact sign,
   not a smooth one, so that Y φ equals `dynamics.inverse_dynamics` exactly; samples of a
-  joint moving slower than ``friction_velocity`` are left out of the estimation instead);
-* with ``offset=True``, a constant effort offset of joint i (not part of a `RobotModel`:
-  `model_with_parameters` drops it).
+  joint moving slower than ``friction_velocity`` are left out of the estimation instead),
+  or the level(s) of the joint's other friction law (`RobotModel.friction_model`:
+  asymmetric 'coulomb_negative', stribeck 'stribeck'; tanh uses 'coulomb'), linear in
+  them for the law's velocity scale (`joint_terms`, `friction_columns`);
+* with ``offset=True``, a constant effort offset of joint i (the effort sensor's bias:
+  `RobotModel.effort_offset`, which no dynamics function adds).
 
 Public API
 ----------
@@ -41,6 +44,10 @@ Public API
     file must hold so that `RobotModel.from_params` of the merged block gives this model.
 ``physical_consistency_issues(model_or_phi, n=None) -> list[str]``
     what is not physically consistent ([] when all is).
+``joint_terms(model, offset=False)``, ``friction_columns(laws, velocities, qd)``
+    the joint entries of φ per index, and the friction levels' regressor columns.
+``essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio)``
+    the essential parameters (Pham & Gautier 1991).
 ``identify_arm(prior_model, t, q, qd, tau, offset=False, ..., effort_timing='instant') -> ArmIdentification``
     the estimator (below). t, q, qd, tau: one recording (K,), (K, n)... or lists of them.
     effort_timing: 'instant' (a measured effort), 'held_after' (`closed_loop_experiment`)
@@ -88,6 +95,11 @@ consistent inertial parameter identification: a statistical perspective on the m
 distribution", IEEE Robotics and Automation Letters 3(1), 60–67, 2018.
 J. Swevers, C. Ganseman, D. B. Tükel, J. De Schutter, H. Van Brussel, "Optimal robot
 excitation and identification", IEEE Trans. Robotics and Automation 13(5), 730–740, 1997.
+M. Gautier, S. Briot, "Global identification of joint drive gains and dynamic parameters
+of robots", ASME J. Dynamic Systems, Measurement, and Control 136(5), 051025, 2014.
+C. M. Pham, M. Gautier, "Essential parameters of robots", Proc. 30th IEEE Conference on
+Decision and Control, 2769–2774, 1991.
+W. Khalil, E. Dombre, "Modeling, Identification and Control of Robots", Hermes Penton, 2002.
 """
 
 import math
@@ -103,7 +115,8 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
            'physical_consistency_issues', 'identify_arm', 'ArmIdentification',
            'validation_errors', 'optimal_excitation', 'Excitation', 'perturbed_model',
            'closed_loop_experiment', 'Experiment', 'excitation_limits', 'drive_terms', 'pseudo_inertia',
-           'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS']
+           'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS', 'joint_terms',
+           'friction_columns', 'essential_parameters', 'BaseUncertainty', 'VELOCITY_GRID']
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
