@@ -263,8 +263,9 @@ def friction_columns(laws, velocities, qd, filtered=None):
 
 
 def _feature_functions(laws, velocity_sets):
-    """Keys and functions of q̇ for `_prepare`'s features: ('tanh', v) and ('stribeck', v)
-    for every v of `velocity_sets` (per joint iterables) of joints with that law."""
+    """Keys and (function of q̇, joints) for `_prepare`'s features: ('tanh', v) and
+    ('stribeck', v) for every v of `velocity_sets` (per joint iterables) of joints with
+    that law (only their columns are computed)."""
     keys = []
     for j, law in enumerate(laws):
         if law in ('tanh', 'stribeck'):
@@ -273,9 +274,10 @@ def _feature_functions(laws, velocity_sets):
 
     def function(key):
         law, v = key
+        columns = [j for j, name in enumerate(laws) if name == law]
         if law == 'tanh':
-            return lambda qd: np.tanh(qd / v)
-        return lambda qd: np.exp(-np.minimum((qd / v) ** 2, 700.0)) * np.sign(qd)
+            return lambda qd: np.tanh(qd / v), columns
+        return lambda qd: np.exp(-np.minimum((qd / v) ** 2, 700.0)) * np.sign(qd), columns
     return keys, [function(key) for key in keys]
 
 
@@ -696,8 +698,8 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
     Recordings are resampled onto a uniform grid (their median step) first. The Coulomb
     column sign(q̇) is computed at the full rate and filtered with the same filter, as are
-    the `features` (functions of the filtered full-rate q̇ (K, n) -> (K, n): the smooth
-    friction laws' columns).
+    the `features` ((function, joints): a function of the filtered full-rate q̇ of those
+    joints (K, m) -> (K, m), the smooth friction laws' columns; zeros for other joints).
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
     measured effort); paired with the state at t_k and the central difference of q̇.
@@ -733,7 +735,11 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
         # commute with sign(), and sign(filtered q̇) would be a step where the filtered
         # effort has a ramp ~1/cutoff long at every reversal
         coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
-        extra = [signal.sosfiltfilt(sos, f(qdf), axis=0) for f in features]
+        extra = []
+        for function, columns in features:
+            column = np.zeros_like(qdf)
+            column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
+            extra.append(column)
         if effort_timing == 'instant':
             qddf = np.gradient(qdf, step, axis=0)
         else:
@@ -950,11 +956,13 @@ def _long_run(A, r, positions, shape):
     full = np.zeros((int(positions[-1]) + 1, A.shape[1]))
     full[positions] = A
     F = 2 * full.shape[0]
+    F += F % 2                              # even: the last bin is the Nyquist one
     A_hat = np.fft.rfft(full, n=F, axis=0)
     S = variance * shape(F)
     weight = np.full(len(S), 2.0)
     weight[0] = weight[-1] = 1.0
-    X = A_hat * np.sqrt(weight * S / F)[:, None]
+    band = S > 1e-9 * np.max(S)             # the filter's stop band adds nothing
+    X = A_hat[band] * np.sqrt(weight[band] * S[band] / F)[:, None]
     return np.einsum('fp,fq->pq', X.real, X.real) + np.einsum('fp,fq->pq', X.imag, X.imag)
 
 
@@ -1126,6 +1134,18 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
             _set_friction_columns(Yr, prior, offset, friction_columns(laws, velocities,
                                                                       d.qd, f))
     set_columns()
+    level_terms = [(t, term) for t, term in enumerate(joint_terms(prior, offset))
+                   if term in FRICTION_LEVELS]
+
+    def set_joint(j):
+        """Joint j's friction columns for its current velocity scale."""
+        key = (laws[j], float(velocities[j]))
+        for Yr, d, f in zip(Y, data, filtered):
+            columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
+                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
+            k_ = Yr.shape[-1] // n
+            for t, term in level_terms:
+                Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
     timing['regressor'] = time.perf_counter() - start
     start = time.perf_counter()
     p = Y[0].shape[-1]
@@ -1160,11 +1180,11 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         """Joint j's friction columns `columns` taken again from Y, normal equations
         updated."""
         A, b = rows(j)
-        A[:, columns] = np.concatenate([Y[r][d.mask[:, j], j][:, columns]
+        A[:, columns] = np.concatenate([Y[r][:, j, columns][d.mask[:, j]]
                                         for r, d in enumerate(data)])
-        G_j[j][:, columns] = A.T @ A[:, columns]
+        G_j[j][:, columns] = np.einsum('kp,kq->pq', A, A[:, columns])
         G_j[j][columns, :] = G_j[j][:, columns].T
-        h_j[j][columns] = A[:, columns].T @ b
+        h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
 
     G_j = np.empty((n, P, P))
     h_j = np.empty((n, P))
@@ -1201,18 +1221,18 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                 best = None
                 for v in sorted(set([velocities[j], *grid])):
                     velocities[j] = v
-                    set_columns()
+                    set_joint(j)
                     refresh(j, columns)
                     value = weighted_residual()
                     if best is None or value < best[0]:
                         best = (value, v)
                 velocities[j] = best[1]
-                set_columns()
+                set_joint(j)
                 refresh(j, columns)
         timing['velocity scales'] = time.perf_counter() - start
         start = time.perf_counter()
     # ordinary, then weighted least squares on the base parameters: σ_j and excitation
-    beta0 = _normal_solve(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
+    beta0 = _inverse(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
     residuals = []
     for j in range(n):
         A, b = rows(j)
