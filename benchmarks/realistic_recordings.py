@@ -174,10 +174,11 @@ def make_plant(name, fraction=0.3, seed=1):
                  params_file(name))
 
 
-def excitation(plant, duration, seed=0, iterations=0, candidates=2):
-    """An optimised excitation of the robot file's model from the preset's start at rest."""
+def excitation(plant, duration, seed=0, iterations=0, candidates=2, offset=True):
+    """An optimised excitation of the robot file's model from the preset's start at rest
+    (with `offset`: conditioned for effort offsets too, as for ``--offset``)."""
     return ai.optimal_excitation(plant.prior, duration, STARTS[plant.name], seed=seed,
-                                 candidates=candidates, iterations=iterations)
+                                 candidates=candidates, iterations=iterations, offset=offset)
 
 
 def coloured_noise(rng, shape, sigma, cutoff, rate):
