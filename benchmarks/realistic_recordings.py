@@ -24,8 +24,8 @@ What is recorded, as a robot and its logger record it (`Effects`):
 * positions from encoders of `counts` counts per turn (rounded to the count);
 * velocities with coloured noise (white noise through a first-order low-pass of
   `noise_cutoff` Hz, standard deviation `velocity_noise`);
-* efforts with a constant offset per joint (the sensor's bias, `offset` × each joint's
-  effort scale, random sign) and coloured noise (`effort_noise` × each joint's RMS
+* efforts with a constant offset per joint (the sensor's bias, 0.5–1 × `offset` × each
+  joint's effort scale, random sign) and coloured noise (`effort_noise` × each joint's RMS
   effort);
 * written with `JointStateBagWriter` (one message per sample, joints named as the robot
   file names them, received 0.3 ms after the stamp).
