@@ -160,12 +160,13 @@ def logger_name(node_name, args):
 def sections_hint(node_name, args):
     """For a node that got no robot parameters: the parameter files' sections that name
     other nodes ('' if none), e.g. a `ros2 param dump` keyed by the name before a
-    remap."""
+    remap (the sections for `node_name` apply after a rename: `layered_arguments`)."""
     namespace, name = node_name_of(node_name, args)
-    fqn = f'{namespace}/{name}'
+    fqn, usual = f'{namespace}/{name}', f'{namespace}/{node_name}'
     others = []
     for path in params_files(args):
-        keys = [key for key in node_sections(path) if not section_applies(key, fqn)]
+        keys = [key for key in node_sections(path)
+                if not (section_applies(key, fqn) or section_applies(key, usual))]
         if keys:
             others.append(f'{path} has only {", ".join(repr(k + ":") for k in keys)}'
                           if len(keys) == len(node_sections(path)) else
