@@ -249,6 +249,16 @@ def test_rcl_alone_lets_an_earlier_node_section_win_over_a_later_file(tmp_path):
     assert rcl_parameters(['--params-file', merged], CONTROLLER) == {'kp': 3.0, 'kd': 3.0}
 
 
+def test_a_later_float_wins_over_an_earlier_integer(tmp_path):
+    """rcl alone keeps an earlier integer over a later float of the same entry (both stay
+    set, the integer is read first); the layered file has one value, the later one."""
+    one = write_sections(tmp_path / 'a.yaml', [('/**', {'kp': 2})])
+    two = write_sections(tmp_path / 'b.yaml', [('/**', {'kp': 2.5})])
+    assert rcl_parameters(['--params-file', one, '--params-file', two], 'n') == {'kp': 2}
+    merged = layering.write_layered_file([one, two], '/n', output=str(tmp_path / 'm.yaml'))
+    assert rcl_parameters(['--params-file', merged], 'n') == {'kp': 2.5}
+
+
 SECTION_KINDS = ('/**', '/**/{name}', '/{name}', '{name}', '/*', '/**/*', '/**/other',
                  'other')
 
