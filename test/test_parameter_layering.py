@@ -60,7 +60,8 @@ def launch_ros_values(parameters, prefix=''):
 
 def launch_ros_file(path, parameters, node=None):
     """The temporary file launch_ros writes for `parameters`: under the node's fully
-    qualified name when the Node has a name, else under /**, dumped with yaml.dump."""
+    qualified name when the Node has a name and a namespace (our launch files give both),
+    else under /**, dumped with yaml.dump."""
     with open(path, 'w', encoding='utf-8') as stream:
         yaml.dump({node or '/**': {'ros__parameters': launch_ros_values(parameters)}},
                   stream, default_flow_style=False)
@@ -89,6 +90,31 @@ def test_a_launch_ros_file_carries_python_tuples_and_is_accepted(tmp_path):
     values = layering.layered_parameters([path], f'/{CONTROLLER}')
     assert values['realtime.cpu_affinity'] == [0, 1]
     assert values['gains.kd'] == [20.0] * 6 and values['flags'] == [True, False]
+
+
+LAUNCH_ROS_VALUES = [
+    {'p_bool': True}, {'p_int': 7}, {'p_float': 2.5}, {'p_str': 'hello'},
+    {'p_bools': [True, False]}, {'p_ints': (0, 1)}, {'p_floats': [1.5, 2.5]},
+    {'p_strs': ('a', 'b')}, {'outer': {'inner': {'leaf': 1.0, 'list': [1, 2]}, 'x': 'y'}},
+    {'p_gains': [150.0] * 6}, {'a.b.c': 3}, {'p_mixed': [1, 2.5]},
+    {'s_float': '1.0', 's_exp': '4e-05', 's_true': 'true', 's_y': 'y', 's_empty': ''},
+    {'f_small': 4e-05, 'f_big': 1e20, 'f_int_valued': 3.0},
+]
+
+
+@pytest.mark.parametrize('parameters', LAUNCH_ROS_VALUES, ids=lambda p: '-'.join(p))
+def test_every_value_launch_ros_writes_is_accepted_and_read_as_rcl_reads_it(tmp_path,
+                                                                            parameters):
+    """Each kind of value a launch file can give (launch_ros refuses empty and mixed
+    string lists itself): the nodes' check accepts the file, and the layering reads it as
+    rcl does (e.g. the string 'y', written unquoted, is a boolean for rcl)."""
+    path = launch_ros_file(tmp_path / 'launch_params_v', parameters)
+    check_params_file(path)
+    theirs = rcl_parameters(['--params-file', path], 'param_types')
+    ours = layering.layered_parameters([path], '/param_types')
+    assert ours.keys() == theirs.keys()
+    for name in theirs:
+        assert same(ours[name], theirs[name]), (name, ours[name], theirs[name])
 
 
 def test_a_file_rcl_refuses_is_still_refused_with_its_line(tmp_path):
