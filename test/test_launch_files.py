@@ -249,8 +249,12 @@ def _fake_launch_modules():
 
 
 @pytest.fixture
-def fake_launch(monkeypatch):
+def fake_launch(monkeypatch, tmp_path):
+    """Load a launch file with the stand-ins; the per-node parameter files it writes go
+    to the test's folder."""
+    import tempfile
     pytest.importorskip('lifecycle_msgs')
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     for name, module in _fake_launch_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
 
