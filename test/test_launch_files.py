@@ -438,6 +438,15 @@ def test_a_launch_file_passes_a_file_rcl_would_refuse_on_as_it_is(fake_launch, t
     assert node.kwargs['parameters'] == [str(bad), {'use_sim_time': False}]
 
 
+def test_a_missing_parameter_file_stops_the_launch_with_one_line(fake_launch, tmp_path):
+    """launch_ros would skip it with a warning and start the node without it."""
+    from robot_dynamics.nodes.common.params_file import ParamsFileError
+    module = fake_launch(MANAGED_LAUNCH)
+    missing = str(tmp_path / 'nowhere.yaml')
+    with pytest.raises(ParamsFileError, match=f'params file {missing}: no such file'):
+        module.controller_actions(managed_context(autostart='false', params_file=missing))
+
+
 def write(path, sections):
     """A parameter file of {section: parameters}."""
     with open(path, 'w', encoding='utf-8') as stream:
