@@ -271,7 +271,7 @@ def managed_context(**given):
     `given`."""
     defaults = {first_string(c): keyword(c, 'default_value')
                 for c in calls(parse(MANAGED_LAUNCH), 'DeclareLaunchArgument')}
-    defaults['params_file'] = '/arm.yaml'
+    defaults['params_file'] = os.path.join(REPO, 'config', 'puma560.yaml')
     return {**defaults, **given}
 
 
