@@ -28,6 +28,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from robot_dynamics.nodes.common import realtime
+from robot_dynamics.nodes.common.layering import layered_arguments
 from robot_dynamics.nodes.common.params_file import (check_params_files, command_line_parameters,
                                               node_name_of, node_sections, params_files,
                                               ParamsFileError, section_applies)
@@ -159,12 +160,13 @@ def logger_name(node_name, args):
 def sections_hint(node_name, args):
     """For a node that got no robot parameters: the parameter files' sections that name
     other nodes ('' if none), e.g. a `ros2 param dump` keyed by the name before a
-    remap."""
+    remap (the sections for `node_name` apply after a rename: `layered_arguments`)."""
     namespace, name = node_name_of(node_name, args)
-    fqn = f'{namespace}/{name}'
+    fqn, usual = f'{namespace}/{name}', f'{namespace}/{node_name}'
     others = []
     for path in params_files(args):
-        keys = [key for key in node_sections(path) if not section_applies(key, fqn)]
+        keys = [key for key in node_sections(path)
+                if not (section_applies(key, fqn) or section_applies(key, usual))]
         if keys:
             others.append(f'{path} has only {", ".join(repr(k + ":") for k in keys)}'
                           if len(keys) == len(node_sections(path)) else
@@ -270,15 +272,31 @@ def run(node_class, node_name, args=None, spin_node=spin):
     """`spin_node(node, executor, running)` drives the node while `running()` (a node
     with its own loop passes one). Errors before the node exists are logged under the
     name the node gets (remap rules included); parameters given to it that it does not
-    have are named in one warning once its parameters are declared."""
+    have are named in one warning once its parameters are declared. Its parameter files
+    reach rcl layered (`layering.layered_arguments`): later files win whatever section
+    each value is under, sections for `node_name` still apply after a ``__node:=``
+    rename, and ``-p`` wins over every file."""
     argv = sys.argv if args is None else list(args)
     name = logger_name(node_name, argv)
+    merged = None
     try:
-        with ros_session(args) as stop:
+        check_params_files(argv)
+        rcl_args, merged = layered_arguments(argv, node_name)
+        with ros_session(rcl_args) as stop:
+            merged = _removed(merged)            # rcl has read it (rclpy.init)
             return _run_node(node_class, node_name, spin_node, stop, argv)
     except ParamsFileError as error:
         rclpy.logging.get_logger(name).error(str(error))
         return 1
+    finally:
+        _removed(merged)
+
+
+def _removed(path):
+    """Remove the file at `path` (if any); None."""
+    if path:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def _run_node(node_class, node_name, spin_node, stop, argv=()):
