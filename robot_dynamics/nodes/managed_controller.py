@@ -2,6 +2,9 @@
 `controller_managed`. The control law, parameters and topics are the unmanaged node's
 (`controller`, still the default); the lifecycle states have their ros2_control meaning:
 
+- construction (unconfigured): every parameter is declared, as ros2_control declares a
+  controller's on load, so that `ros2 param get/set` work before configure; nothing is
+  checked yet.
 - configure: build and validate the model and every parameter, as the unmanaged node does
   at start-up, and create its topics. A bad parameter fails the transition: one error line
   names it and the node stays unconfigured (configure again after fixing it; read-only
@@ -45,6 +48,8 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self.lifecycle_state = 'unconfigured'
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
+        self.declaring_only = False     # see _declare_parameters_now
+        self._declare_parameters_now()
         self.get_logger().info(f'unconfigured: bring it up with `ros2 lifecycle set '
                                f'{self.get_fully_qualified_name()} configure`, then activate')
 
@@ -140,6 +145,32 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
                 + '; configure again once it is published')
         return self._described
 
+    def _declare_parameters_now(self):
+        """Declare every parameter at construction, as ros2_control declares a controller's
+        on load: `ros2 param get/set/list` work while unconfigured, and configure checks
+        the values as before. The robot block is read now (a bad one is named by
+        configure); the rest is declared by running the start-up once with each parameter's
+        default standing in for its value (nothing is checked, nothing is logged) and
+        destroying what it created. With the URDF from the robot_description topic the
+        joints are not known yet: then the other parameters are declared by configure."""
+        try:
+            declare_robot(self, self._declare_the_rest, listen=False)
+        except ConfigurationError:
+            pass                        # configure names it
+        finally:
+            self.declaring_only = False
+
+    def _declare_the_rest(self, model, joints):
+        self.declaring_only = True
+        self._configured = (self._entities(), [])
+        quiet = _QuietLogger()
+        self.get_logger = lambda: quiet     # the start-up's lines belong to configure
+        try:
+            self._start(model, joints)
+        finally:
+            del self.get_logger
+            self._release()
+
     def _keep_model(self, model, joints):
         self._described = (model, joints)
 
@@ -182,6 +213,13 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._configured = None
         self.model = None
         self.lifecycle_state = 'unconfigured'
+
+
+class _QuietLogger:
+    """Drops every line (the start-up run by _declare_the_rest)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: True
 
 
 def main(args=None):

@@ -67,9 +67,24 @@ class ConfigurationError(ValueError):
 
 def declare(node, name, default, description, read_only=False, minimum=None, maximum=None):
     """Declare one parameter with a descriptor and return its value. Typing is dynamic so
-    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type."""
+    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type.
+
+    A node whose `declaring_only` attribute is true (a managed controller declaring its
+    parameters at construction, to be checked at configure) gets the default back instead
+    of the value, so that nothing is checked yet; a value rclpy refuses to declare (out of
+    its range) is then left undeclared, for configure to name."""
     if node.has_parameter(name):    # a managed node configured again: the current value
         return node.get_parameter(name).value
+    if getattr(node, 'declaring_only', False):
+        try:
+            _declare(node, name, default, description, read_only, minimum, maximum)
+        except ConfigurationError:
+            pass
+        return default
+    return _declare(node, name, default, description, read_only, minimum, maximum)
+
+
+def _declare(node, name, default, description, read_only, minimum, maximum):
     descriptor = ParameterDescriptor(description=description, read_only=read_only,
                                      dynamic_typing=True)
     if minimum is not None or maximum is not None:
@@ -120,12 +135,13 @@ def keep_float_types(node):
     add(convert)
 
 
-def declare_robot(node, start):
+def declare_robot(node, start, listen=True):
     """Declare `robot.*`, `robot_description` and `joints`, build the model and call
     ``start(model, joints)``: at once, or, with ``robot.source: urdf`` and no URDF among the
     parameters, once a valid URDF arrives on the `robot_description` topic (transient local,
     as robot_state_publisher serves it), from the executor; until then the node only
-    listens. Raises ConfigurationError for a bad parameter; returns True if started."""
+    listens (`listen` false: returns False without listening). Raises ConfigurationError
+    for a bad parameter; returns True if started."""
     block = _declare_robot_block(node)
     description = declare(node, 'robot_description', None, 'URDF text (XML), e.g. what '
                           'robot_state_publisher takes; the model when robot.source is urdf '
@@ -146,6 +162,8 @@ def declare_robot(node, start):
                                      'both give the URDF; give one')
         block['urdf'] = description
     elif not (block.get('urdf') or block.get('urdf_file')):
+        if not listen:              # the caller starts listening later
+            return False
         node._robot_description_listener = RobotDescriptionListener(node, joints, start)
         return False
     start(*robot_model(node, block, joints))
