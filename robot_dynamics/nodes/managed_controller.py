@@ -29,7 +29,8 @@ import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
-from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare_robot
+from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare_robot,
+                                                   keep_float_types, name_unknown_parameters)
 from robot_dynamics.nodes.common.runner import run, spin_applying_realtime
 
 # Node entities created by configure and destroyed by cleanup: (property, destroy method).
@@ -49,6 +50,8 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
         self.declaring_only = False     # see _declare_parameters_now
+        keep_float_types(self)          # integers set live on floats stay floats
+        name_unknown_parameters(self)   # `ros2 param set` of a misspelt name
         self._declare_parameters_now()
         self.get_logger().info(f'unconfigured: bring it up with `ros2 lifecycle set '
                                f'{self.get_fully_qualified_name()} configure`, then activate')

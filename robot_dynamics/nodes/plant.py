@@ -44,7 +44,7 @@ from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
-    declare_robot, keep_float_types, payload_model)
+    declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 
@@ -63,6 +63,7 @@ class PlantSimulator(Node):
         self.model = None        # until the robot model exists (robot_description topic)
         self.stopped = False
         keep_float_types(self)               # integers set live on floats stay floats
+        name_unknown_parameters(self)        # `ros2 param set` of a misspelt name
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:

@@ -6,7 +6,8 @@ import math
 import warnings
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
+                               ParameterNotDeclaredException)
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -15,7 +16,8 @@ from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types', 'robot_model',
            'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool',
-           'as_choice', 'as_string', 'payload_model', 'seconds']
+           'as_choice', 'as_string', 'payload_model', 'seconds', 'closest_name',
+           'name_unknown_parameters']
 
 # The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -133,6 +135,53 @@ def keep_float_types(node):
             out.append(parameter)
         return out
     add(convert)
+
+
+def closest_name(name, names):
+    """The name in `names` most like `name` (difflib), or None when none is close."""
+    import difflib
+    match = difflib.get_close_matches(name, sorted(set(names)), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_name_text(node, name):
+    """'<node> has no parameter <name> (closest: <name>)' for a name `node` lacks."""
+    closest = closest_name(name, node._parameters)
+    return (f'{node.get_fully_qualified_name()} has no parameter {name}'
+            + (f' (closest: {closest})' if closest else '')
+            + f'; `ros2 param list {node.get_fully_qualified_name()}` lists them')
+
+
+def name_unknown_parameters(node):
+    """`ros2 param set` of a name the node does not have is refused naming it, with the
+    closest name the node has, in the result's reason and in one warning (rclpy alone
+    answers "Invalid access to undeclared parameter(s): []", its list built from a
+    generator it has already used up). A no-op on an rclpy without the check it wraps."""
+    original = getattr(node, '_check_undeclared_parameters', None)
+    if original is None or getattr(node, '_allow_undeclared_parameters', False):
+        return
+
+    def check(parameters):
+        unknown = [p.name for p in parameters if isinstance(p, Parameter)
+                   and not node.has_parameter(p.name)]
+        if unknown:
+            text = '; '.join(unknown_name_text(node, name) for name in unknown)
+            node.get_logger().warning(f'parameter set refused: {text}')
+            raise UnknownParameterError(unknown, text)
+        return original(parameters)
+    node._check_undeclared_parameters = check
+
+
+class UnknownParameterError(ParameterNotDeclaredException):
+    """ParameterNotDeclaredException whose text names the parameters and the closest
+    names (rclpy's parameter service answers with this text)."""
+
+    def __init__(self, names, text):
+        super().__init__(names)
+        self.args = (text,)
+
+    def __str__(self):
+        return self.args[0]
 
 
 def declare_robot(node, start, listen=True):
