@@ -88,9 +88,9 @@ def declarations():
     result = {}
     for node_name, _, module, class_name, preset in NODES:
         context = rclpy.Context()
+        # (no --log-level: it would set the level of every logger of the process)
         rclpy.init(context=context, args=[
-            'parameter_doc', '--ros-args', '--params-file', os.path.join(CONFIG, preset),
-            '--log-level', 'fatal'])
+            'parameter_doc', '--ros-args', '--params-file', os.path.join(CONFIG, preset)])
         try:
             node_class = getattr(importlib.import_module(module), class_name)
             with warnings.catch_warnings():
