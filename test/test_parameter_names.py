@@ -134,3 +134,32 @@ def test_the_command_line_check_names_the_parameter(rule, fragment):
     assert rule.split(':=')[0] in str(error.value) and fragment in str(error.value)
     for fine in ('gains.kp:=[150.0, 150.5]', 'a:=[1, 2]', 'b:=[4.0e-05, 1.0]', 'c:=x'):
         runner.check_command_line_parameters(['x', '--ros-args', '-p', fine])
+
+
+def test_the_managed_controller_warns_at_start_while_unconfigured(tmp_path):
+    """Its parameters are declared at construction, so a misspelt key is named at once,
+    not only at the first configure."""
+    import signal
+    import time
+    from ros_testing import ProcessOutput
+    shared = tmp_path / 'shared.yaml'
+    shared.write_text(SHARED_KEYS)
+    env = dict(os.environ, PYTHONUNBUFFERED='1', PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'robot_dynamics.nodes.managed_controller', '--ros-args',
+         '--params-file', PUMA, '--params-file', str(shared), '-p', 'control_ratte:=5.0'],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = ProcessOutput(process)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (output.seen('"/**" key') and output.seen('control_ratte')):
+            assert process.poll() is None and time.monotonic() < deadline, output.text()
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    text = output.text()
+    assert 'gains.kpp (closest: gains.kp)' in text
+    assert 'control_ratte (closest: control_rate)' in text
+    assert 'configured (inactive)' not in text and 'Traceback' not in text

@@ -50,6 +50,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
         self.declaring_only = False     # see _declare_parameters_now
+        self.parameters_declared = False    # all of them (not with the URDF from a topic)
         keep_float_types(self)          # integers set live on floats stay floats
         name_unknown_parameters(self)   # `ros2 param set` of a misspelt name
         self._declare_parameters_now()
@@ -164,6 +165,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
             self.declaring_only = False
 
     def _declare_the_rest(self, model, joints):
+        self.parameters_declared = True     # the runner warns about unknown ones now
         self.declaring_only = True
         self._configured = (self._entities(), [])
         quiet = _QuietLogger()

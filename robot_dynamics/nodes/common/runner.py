@@ -399,7 +399,10 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
     wake = node.create_guard_condition(lambda: None)    # the executor wakes up on a stop
     stop.on_stop(wake.trigger)
     node._command_line = argv           # for the unknown-parameter warning, once declared
-    if getattr(node, 'model', True) is not None:
+    declared = getattr(node, 'parameters_declared', None)   # a managed node says so
+    if declared is None:
+        declared = getattr(node, 'model', True) is not None
+    if declared:
         warn_unknown_parameters(node, argv)
         node._command_line = None
     try:
