@@ -52,11 +52,13 @@ This page is generated from the nodes' declarations by `tools/parameter_doc.py` 
 it by hand; a test fails when it differs from what the nodes declare). The defaults of
 per-joint arrays are shown per joint (`100.0 per joint`: one value for each of the `joints`);
 `<joint>` stands for each joint's name; "—" is no default (the parameter file gives it, or
-the description says what an unset value means).
+the description says what an unset value means) and, as a type, a type taken from the value
+given. rclpy's own `use_sim_time` is left out.
 
 Where the values come from (parameter files, `/**` and node sections, `-p`) and what the
-model parameters `robot.*` mean: [Using it in a ROS 2 workspace](../README.md#using-it-in-a-ros-2-workspace),
-[Presets](../README.md#presets) and [conventions](conventions.md). A key that no node of
+model parameters `robot.*` mean: [Using it in a ROS 2
+workspace](../README.md#using-it-in-a-ros-2-workspace), [Presets](../README.md#presets) and
+[conventions](conventions.md). A key that no node of
 the package declares is named in a warning with the closest known name; `ros2 param set`
 of an unknown name is refused with the same hint.
 """
