@@ -163,3 +163,17 @@ def test_the_managed_controller_warns_at_start_while_unconfigured(tmp_path):
     assert 'gains.kpp (closest: gains.kp)' in text
     assert 'control_ratte (closest: control_rate)' in text
     assert 'configured (inactive)' not in text and 'Traceback' not in text
+
+
+@pytest.mark.parametrize('name', sorted(n for n in os.listdir(os.path.join(REPO, 'config'))
+                                        if n.endswith('.yaml')))
+def test_no_shipped_file_has_a_key_that_no_node_declares(name):
+    """The warning never fires for the package's own files: every key of every section
+    (robot.* aside: the model checks those) is declared by some node of the package."""
+    from robot_dynamics.nodes.common.params_file import node_sections
+    sections = node_sections(os.path.join(REPO, 'config', name))
+    assert sections
+    for section, keys in sections.items():
+        for key in keys:
+            assert (key.startswith('robot.') or key == 'use_sim_time'
+                    or runner.declared_by_the_package(key)), f'{name}: {section}: {key}'
