@@ -63,12 +63,14 @@ try:
 except ImportError:      # the accelerator is optional
     numba = None
 
-WIDTH = 28                 # model columns, then SCRATCH columns of working memory
+WIDTH = 32                 # model columns, then SCRATCH columns of working memory
 SCRATCH = 20
 """Columns of the packed model; row i < n is link i, row n holds the global data:
 row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
-       25 armature, 26 viscous, 27 Coulomb friction
+       25 armature, 26 viscous, 27 Coulomb friction (q̇ > 0), 28 Coulomb friction (q̇ < 0),
+       29 Stribeck friction f_s, 30 friction velocity v_s, 31 1 for a tanh law
+(the kernels take the scratch columns as P[:, 32:]: WIDTH written out)
 row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
 
 _compiled = {}            # entry name -> numba dispatcher, compiled for ENTRIES[name]
@@ -101,6 +103,10 @@ def pack(model):
     P[:n, 25] = model.armature
     P[:n, 26] = model.viscous_friction
     P[:n, 27] = model.coulomb_friction
+    P[:n, 28] = model.coulomb_friction_negative
+    P[:n, 29] = model.stribeck_friction
+    P[:n, 30] = model.stribeck_velocity
+    P[:n, 31] = [law == 'tanh' for law in model.friction_model]
     P[n, 0:9] = ch.R_tip.reshape(9)
     P[n, 9:12] = ch.p_tip
     P[n, 12:15] = model.gravity
@@ -358,6 +364,15 @@ def _sign(x):
     return 0.0
 
 
+def _friction(r, v):
+    """The joint's friction law (dynamics.friction_torques) from its packed row."""
+    s = math.tanh(v / r[30]) if r[31] != 0.0 else _sign(v)
+    tau = r[26] * v + (r[27] * s if s >= 0.0 else r[28] * s)
+    if r[29] != 0.0:
+        tau += r[29] * math.exp(-(v / r[30]) ** 2) * _sign(v)
+    return tau
+
+
 def r0t(r, x, y, z):
     """R0ᵀ (x, y, z) for link row r; R0 = Rx(α) (flag r[13]: DH placements, identity) in
     4 multiplications instead of 9."""
@@ -469,7 +484,7 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
         if full:
             tau += r[25] * qdd[i]
         if mode != 2:
-            tau += r[26] * qd[i] + r[27] * _sign(qd[i])
+            tau += _friction(r, qd[i])
         out[i] = tau
         total += tau
         if i > 0:                            # into body i-1: R0 (Rz f), R0 (Rz n + p' × Rz f)
@@ -496,25 +511,25 @@ def _fits(P, q, x, y, out):
 def rnea_one(P, q, qd, qdd, out):
     if not _fits(P, q, qd, qdd, out):
         return False
-    return rnea_into(P, q, qd, qdd, q, 0, out, P[:, 28:])
+    return rnea_into(P, q, qd, qdd, q, 0, out, P[:, 32:])
 
 
 def rnea_wrench_one(P, q, qd, qdd, w, out):
     if not _fits(P, q, qd, qdd, out) or w.shape[0] != 6:
         return False
-    return rnea_into(P, q, qd, qdd, w, 3, out, P[:, 28:])
+    return rnea_into(P, q, qd, qdd, w, 3, out, P[:, 32:])
 
 
 def bias_one(P, q, qd, out):
     if not _fits(P, q, qd, qd, out):
         return False
-    return rnea_into(P, q, qd, qd, q, 1, out, P[:, 28:])
+    return rnea_into(P, q, qd, qd, q, 1, out, P[:, 32:])
 
 
 def gravity_one(P, q, out):
     if not _fits(P, q, q, q, out):
         return False
-    return rnea_into(P, q, q, q, q, 2, out, P[:, 28:])
+    return rnea_into(P, q, q, q, q, 2, out, P[:, 32:])
 
 
 def _rows_fit(P, q, x, y, out):
@@ -531,7 +546,7 @@ def _wrenches_fit(q, w):
 
 
 def rnea_rows(P, q, qd, qdd, w, mode, out):
-    S = P[:, 28:]
+    S = P[:, 32:]
     step = 1 if w.shape[0] > 1 else 0
     for b in range(q.shape[0]):
         if not rnea_into(P, q[b], qd[b], qdd[b], w[b * step], mode, out[b], S):
@@ -725,7 +740,7 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         pf0, pf1, pf2 = s_[3] + cf0, s_[4] + cf1, s_[5] + cf2
         prismatic = r[14] != 0.0
         qdi = qd[i]
-        net = tau[i] - (r[26] * qdi + r[27] * _sign(qdi))
+        net = tau[i] - _friction(r, qdi)
         if prismatic:                        # U = IA e_5, D = IA[5, 5] + armature
             u0, u1, u2, u3, u4, u5 = b[2], b[5], b[8], mxz, myz, mzz
             d = mzz + r[25]
@@ -846,17 +861,17 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
 def aba_one(P, q, qd, tau, out):
     if not _fits(P, q, qd, tau, out):
         return False
-    return aba_into(P, q, qd, tau, q, False, out, P[:, 28:])
+    return aba_into(P, q, qd, tau, q, False, out, P[:, 32:])
 
 
 def aba_wrench_one(P, q, qd, tau, w, out):
     if not _fits(P, q, qd, tau, out) or w.shape[0] != 6:
         return False
-    return aba_into(P, q, qd, tau, w, True, out, P[:, 28:])
+    return aba_into(P, q, qd, tau, w, True, out, P[:, 32:])
 
 
 def aba_rows(P, q, qd, tau, w, wrench, out):
-    S = P[:, 28:]
+    S = P[:, 32:]
     step = 1 if w.shape[0] > 1 else 0
     for b in range(q.shape[0]):
         if not aba_into(P, q[b], qd[b], tau[b], w[b * step], wrench, out[b], S):
@@ -882,7 +897,7 @@ def rk4_one(P, q, qd, tau, dt, out):
     n = P.shape[0] - 1
     if not _fits(P, q, qd, tau, out[0]) or out.shape[0] != 2:
         return False
-    S = P[:, 28:]
+    S = P[:, 32:]
     T = np.empty((3, n))                 # stage q, stage q̇, stage q̈
     if not aba_into(P, q, qd, tau, q, False, T[2], S):
         return False
@@ -909,7 +924,7 @@ def rk4_one(P, q, qd, tau, dt, out):
     return True
 
 
-_KERNELS = (_sign, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
+_KERNELS = (_sign, _friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)

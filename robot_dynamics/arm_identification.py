@@ -19,9 +19,12 @@ The inverse dynamics of `robot_dynamics.dynamics` are linear in the parameters
 * joint i's armature (reflected rotor inertia, τ_i += armature·q̈_i), viscous friction
   (τ_i += b·q̇_i) and Coulomb friction (τ_i += f_c·sign(q̇_i): the model's exact sign,
   not a smooth one, so that Y φ equals `dynamics.inverse_dynamics` exactly; samples of a
-  joint moving slower than ``friction_velocity`` are left out of the estimation instead);
-* with ``offset=True``, a constant effort offset of joint i (not part of a `RobotModel`:
-  `model_with_parameters` drops it).
+  joint moving slower than ``friction_velocity`` are left out of the estimation instead),
+  or the level(s) of the joint's other friction law (`RobotModel.friction_model`:
+  asymmetric 'coulomb_negative', stribeck 'stribeck'; tanh uses 'coulomb'), linear in
+  them for the law's velocity scale (`joint_terms`, `friction_columns`);
+* with ``offset=True``, a constant effort offset of joint i (the effort sensor's bias:
+  `RobotModel.effort_offset`, which no dynamics function adds).
 
 Public API
 ----------
@@ -41,6 +44,10 @@ Public API
     file must hold so that `RobotModel.from_params` of the merged block gives this model.
 ``physical_consistency_issues(model_or_phi, n=None) -> list[str]``
     what is not physically consistent ([] when all is).
+``joint_terms(model, offset=False)``, ``friction_columns(laws, velocities, qd)``
+    the joint entries of φ per index, and the friction levels' regressor columns.
+``essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio)``
+    the essential parameters (Pham & Gautier 1991).
 ``identify_arm(prior_model, t, q, qd, tau, offset=False, ..., effort_timing='instant') -> ArmIdentification``
     the estimator (below). t, q, qd, tau: one recording (K,), (K, n)... or lists of them.
     effort_timing: 'instant' (a measured effort), 'held_after' (`closed_loop_experiment`)
@@ -88,6 +95,11 @@ consistent inertial parameter identification: a statistical perspective on the m
 distribution", IEEE Robotics and Automation Letters 3(1), 60–67, 2018.
 J. Swevers, C. Ganseman, D. B. Tükel, J. De Schutter, H. Van Brussel, "Optimal robot
 excitation and identification", IEEE Trans. Robotics and Automation 13(5), 730–740, 1997.
+M. Gautier, S. Briot, "Global identification of joint drive gains and dynamic parameters
+of robots", ASME J. Dynamic Systems, Measurement, and Control 136(5), 051025, 2014.
+C. M. Pham, M. Gautier, "Essential parameters of robots", Proc. 30th IEEE Conference on
+Decision and Control, 2769–2774, 1991.
+W. Khalil, E. Dombre, "Modeling, Identification and Control of Robots", Hermes Penton, 2002.
 """
 
 import math
@@ -96,7 +108,7 @@ from typing import NamedTuple
 import numpy as np
 
 from robot_dynamics import algorithms, dynamics
-from robot_dynamics.model import RobotModel
+from robot_dynamics.model import FRICTION_MODELS, RobotModel
 
 __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameters',
            'BaseParameters', 'model_with_parameters', 'robot_params_overrides',
@@ -104,11 +116,14 @@ __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameter
            'validation_errors', 'optimal_excitation', 'Excitation', 'perturbed_model',
            'closed_loop_experiment', 'Experiment', 'excitation_limits', 'drive_terms', 'pseudo_inertia',
            'LINK_PARAMETERS', 'JOINT_PARAMETERS', 'EFFORT_TIMINGS', 'RecordingError',
-           'require_estimator_libraries', 'uniform_grid']
+           'require_estimator_libraries', 'uniform_grid', 'joint_terms',
+           'friction_columns', 'essential_parameters', 'BaseUncertainty', 'VELOCITY_GRID']
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',
                    'I_zz')
-JOINT_PARAMETERS = ('armature', 'viscous', 'coulomb', 'offset')
+JOINT_PARAMETERS = ('armature', 'viscous', 'coulomb', 'coulomb_negative', 'stribeck',
+                    'offset')
+FRICTION_LEVELS = ('coulomb', 'coulomb_negative', 'stribeck')
 
 
 def _require(module):
@@ -146,14 +161,30 @@ class RecordingError(ValueError):
 # ---------------------------------------------------------------------- parameters
 
 
-def _per_index(offset):
-    return 10 + (4 if offset else 3)
+def joint_terms(model, offset=False):
+    """The joint parameters of every index, in φ's order: armature, viscous, coulomb;
+    coulomb_negative when a joint's friction law is asymmetric, stribeck when one is
+    stribeck (the entries of joints with another law have a zero column); offset."""
+    laws = set(model.friction_model)
+    terms = ['armature', 'viscous', 'coulomb']
+    if 'asymmetric' in laws:
+        terms.append('coulomb_negative')
+    if 'stribeck' in laws:
+        terms.append('stribeck')
+    if offset:
+        terms.append('offset')
+    return tuple(terms)
+
+
+def _per_index(model, offset):
+    return 10 + len(joint_terms(model, offset))
 
 
 def parameter_names(model, offset=False):
     """Names of φ's entries: per index i (1-based), link i's ten inertial parameters then
-    joint i's armature, viscous, coulomb (and offset)."""
-    joint = JOINT_PARAMETERS if offset else JOINT_PARAMETERS[:3]
+    joint i's `joint_terms` (armature, viscous, coulomb [, coulomb_negative, stribeck]
+    [, offset])."""
+    joint = joint_terms(model, offset)
     names = []
     for i in range(1, model.n + 1):
         names += [f'link{i}.{p}' for p in LINK_PARAMETERS]
@@ -207,17 +238,70 @@ def arm_parameters(model, offset=False):
     """φ (p,) of `model` (`parameter_names` order; offsets 0; a payload is part of the
     last link)."""
     ch = model.chain
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     phi = np.zeros(model.n * k)
     transforms = _link_transforms(model)
+    asymmetric = np.array([law == 'asymmetric' for law in model.friction_model])
+    values = {'armature': model.armature, 'viscous': model.viscous_friction,
+              'coulomb': model.coulomb_friction,
+              'coulomb_negative': np.where(asymmetric, model.coulomb_friction_negative, 0.0),
+              'stribeck': model.stribeck_friction, 'offset': model.effort_offset}
     for i in range(model.n):
         body = np.concatenate(([ch.mass[i]], ch.mass[i] * ch.com[i],
                                _urdf6(ch.inertia[i] + algorithms.steiner(ch.mass[i],
                                                                          ch.com[i]))))
         phi[i * k:i * k + 10] = np.linalg.solve(transforms[i], body)
-        phi[i * k + 10:i * k + 13] = (model.armature[i], model.viscous_friction[i],
-                                      model.coulomb_friction[i])
+        phi[i * k + 10:i * k + k] = [values[term][i] for term in terms]
     return phi
+
+
+def friction_columns(laws, velocities, qd, filtered=None):
+    """The friction levels' regressor columns, {'coulomb', 'coulomb_negative',
+    'stribeck'} -> (…, n), for per-joint `laws` and velocity scales v_s at velocities qd:
+    coulomb s = sign(q̇) (tanh: tanh(q̇/v_s); asymmetric: max(s, 0)), coulomb_negative
+    min(s, 0) (asymmetric joints, else 0), stribeck exp(−(q̇/v_s)²) s (stribeck joints, else
+    0). `filtered`: the same functions of the full-rate velocity low-pass filtered like the
+    efforts ({'sign': …, ('tanh', v): …, ('stribeck', v): …}, `_prepare`'s features),
+    used instead of evaluating them at qd."""
+    qd = np.asarray(qd, dtype=float)
+    sign = np.sign(qd) if filtered is None else filtered['sign']
+    coulomb = sign.copy()
+    negative = np.zeros_like(qd)
+    stribeck = np.zeros_like(qd)
+    for j, law in enumerate(laws):
+        v = float(velocities[j])
+        if law == 'asymmetric':
+            whole = np.abs(np.sign(qd[..., j])) if filtered is None else 1.0
+            coulomb[..., j] = 0.5 * (whole + sign[..., j])
+            negative[..., j] = 0.5 * (sign[..., j] - whole)
+        elif law == 'tanh':
+            coulomb[..., j] = (np.tanh(qd[..., j] / v) if filtered is None
+                               else filtered[('tanh', v)][..., j])
+        elif law == 'stribeck':
+            with np.errstate(under='ignore'):
+                stribeck[..., j] = (np.exp(-(qd[..., j] / v) ** 2) * np.sign(qd[..., j])
+                                    if filtered is None else filtered[('stribeck', v)][..., j])
+    return {'coulomb': coulomb, 'coulomb_negative': negative, 'stribeck': stribeck}
+
+
+def _feature_functions(laws, velocity_sets):
+    """Keys and (function of q̇, joints) for `_prepare`'s features: ('tanh', v) and
+    ('stribeck', v) for every v of `velocity_sets` (per joint iterables) of joints with
+    that law (only their columns are computed)."""
+    keys = []
+    for j, law in enumerate(laws):
+        if law in ('tanh', 'stribeck'):
+            keys += [(law, float(v)) for v in velocity_sets[j]]
+    keys = sorted(set(keys))
+
+    def function(key):
+        law, v = key
+        columns = [j for j, name in enumerate(laws) if name == law]
+        if law == 'tanh':
+            return lambda qd: np.tanh(qd / v), columns
+        return lambda qd: np.exp(-np.minimum((qd / v) ** 2, 700.0)) * np.sign(qd), columns
+    return keys, [function(key) for key in keys]
 
 
 # ---------------------------------------------------------------------- regressor
@@ -238,7 +322,8 @@ def arm_regressor(model, q, qd, qdd, offset=False):
     (q_b, qd_b, qdd_b), single = dynamics._states(model, ('q', q), ('qd', qd), ('qdd', qdd))
     ch = model.chain
     B, n = q_b.shape
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     R, p = algorithms.joint_transforms(ch, q_b)
     F, N = [], []
     for w, wd, vd in algorithms.body_motions(ch, R, p, qd_b, qdd_b, model.gravity):
@@ -267,10 +352,24 @@ def arm_regressor(model, q, qd, qdd, offset=False):
         Y[:, :, i * k:i * k + 10] = Yb[:, :, 10 * i:10 * i + 10] @ transforms[i]
         Y[:, i, i * k + 10] = qdd_b[:, i]
         Y[:, i, i * k + 11] = qd_b[:, i]
-        Y[:, i, i * k + 12] = np.sign(qd_b[:, i])
-        if offset:
-            Y[:, i, i * k + 13] = 1.0
+    _set_friction_columns(Y, model, offset, friction_columns(
+        model.friction_model, model.stribeck_velocity, qd_b))
     return Y[0] if single else Y
+
+
+def _set_friction_columns(Y, model, offset, columns):
+    """Write `friction_columns` (and the offsets' ones) into Y (…, n, p) in place. An
+    asymmetric joint's offset column stays zero: on moving samples a constant offset and
+    the difference of the two Coulomb levels are the same column, so its offset is not
+    identified (kept at the prior's)."""
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
+    for i in range(model.n):
+        for t, term in enumerate(terms[2:], start=12):
+            if term == 'offset':
+                Y[..., i, i * k + t] = 0.0 if model.friction_model[i] == 'asymmetric' else 1.0
+            else:
+                Y[..., i, i * k + t] = columns[term][..., i]
 
 
 # ---------------------------------------------------------------------- base parameters
@@ -342,7 +441,7 @@ def _elimination_order(model, offset):
     """The order in which the greedy rank selection considers φ's columns: earlier links'
     parameters are kept and later ones regrouped onto them (Gautier & Khalil 1990); within
     a link the parameters that usually regroup (m, m·c_z, I_yy) come last."""
-    k = _per_index(offset)
+    k = _per_index(model, offset)
     within = [4, 5, 6, 8, 9, 1, 2, 7, 3, 0]           # Ixx Ixy Ixz Iyz Izz mcx mcy Iyy mcz m
     order = []
     for i in range(model.n):
@@ -361,12 +460,13 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
     the span of those kept exceeds `tolerance` (relative; a QR factorisation with this
     order). Each other column is a combination of the kept ones, Y_d = Y_b C, so
     Y φ = Y_b (φ_b + C φ_d) = Y_b β: K = [I | C] in φ's order."""
-    key = ('_arm_id_base', offset, samples, tolerance, seed)
+    key = ('_arm_id_base', offset, samples, tolerance, seed, model.friction_model,
+           tuple(model.stribeck_velocity))
     cached = model.__dict__.get(key)
     if cached is not None:
         return cached
     rng = np.random.default_rng(seed)
-    p = model.n * _per_index(offset)
+    p = model.n * _per_index(model, offset)
     count = samples if samples is not None else max(30, int(math.ceil(6 * p / model.n)))
     Y = arm_regressor(model, *_random_states(model, count, rng), offset=offset).reshape(-1, p)
     norms = np.linalg.norm(Y, axis=0)
@@ -399,15 +499,17 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
 
 
 def _link_values(model, phi):
-    """Per link (n, 10) parameters in link frames and per joint (n, 3) armature, viscous,
-    coulomb from φ (with or without offsets)."""
+    """Per link (n, 10) parameters in link frames and per joint {term: (n,)} of
+    `joint_terms` from φ (with or without offsets)."""
     phi = np.asarray(phi, dtype=float).reshape(-1)
     n = model.n
-    if phi.size not in (13 * n, 14 * n):
-        raise ValueError(f'phi: expected {13 * n} or {14 * n} values for {n} joints, got '
-                         f'{phi.size}')
+    sizes = {n * _per_index(model, o): o for o in (False, True)}
+    if phi.size not in sizes:
+        raise ValueError(f'phi: expected {" or ".join(str(v) for v in sizes)} values for '
+                         f'{n} joints, got {phi.size}')
     blocks = phi.reshape(n, -1)
-    return blocks[:, :10], blocks[:, 10:13]
+    terms = joint_terms(model, sizes[phi.size])
+    return blocks[:, :10], {term: blocks[:, 10 + t] for t, term in enumerate(terms)}
 
 
 def _payload_parameters(model):
@@ -442,11 +544,11 @@ def _link_inertials(model, phi):
             raise ValueError(f'phi: link {i + 1} has a negative mass ({m:.6g} kg)')
         if m == 0.0 and np.any(links[i, 1:4] != 0.0):
             raise ValueError(f'phi: link {i + 1} has zero mass but a first moment')
-    for j, key in enumerate(('armature', 'viscous', 'coulomb')):
-        bad = np.flatnonzero(joints[:, j] < 0.0)
-        if bad.size:
+    for key, values in joints.items():
+        bad = np.flatnonzero(values < 0.0)
+        if key != 'offset' and bad.size:
             raise ValueError(f'phi: joint {bad[0] + 1} has a negative {key} '
-                             f'({joints[bad[0], j]:.6g})')
+                             f'({values[bad[0]]:.6g})')
     return mass, com, inertia, joints
 
 
@@ -460,7 +562,9 @@ def robot_params_overrides(model):
     {mass, com, inertia} (the same lists, in the link frames of `RobotModel.inertia`:
     the child link of each movable joint, the tip link for the last; each body with what
     is merged into it), armature, viscous_friction, coulomb_friction. A payload of the
-    model is not included (it stays in the robot's own file)."""
+    model is not included (it stays in the robot's own file). `friction_model` names
+    every joint's friction law; its extra levels, velocity scales and the effort sensor's
+    offset (`RobotModel.drive_params`) are included where they are not the defaults."""
     n = model.n
     inertia6 = [float(v) for i in range(n) for v in _urdf6(model.inertia[i])]
     inertials = {'mass': [float(m) for m in model.mass],
@@ -468,7 +572,9 @@ def robot_params_overrides(model):
                  'inertia': inertia6}
     block = {'armature': [float(v) for v in model.armature],
              'viscous_friction': [float(v) for v in model.viscous_friction],
-             'coulomb_friction': [float(v) for v in model.coulomb_friction]}
+             'coulomb_friction': [float(v) for v in model.coulomb_friction],
+             'friction_model': list(model.friction_model)}
+    block.update(model.drive_params())
     if model.source == 'dh':
         return {**inertials, **block}
     if model.source == 'urdf':
@@ -477,56 +583,74 @@ def robot_params_overrides(model):
                      'supported (dh or urdf)')
 
 
-def model_with_parameters(model, phi):
-    """`model` with its links' inertial parameters, armature and friction replaced by φ
-    (`parameter_names` order; offsets, if present, are dropped). A payload of `model` is
-    kept: the last link gets φ's last link minus the payload. Raises ValueError for a
-    negative mass, armature or friction."""
+def model_with_parameters(model, phi, stribeck_velocity=None):
+    """`model` with its links' inertial parameters, armature, friction levels (and, when
+    φ has offsets, the effort offsets) replaced by φ (`parameter_names` order), and the
+    friction laws' velocity scales by `stribeck_velocity` (n,) when given. A payload of
+    `model` is kept: the last link gets φ's last link minus the payload. Raises ValueError
+    for a negative mass, armature or friction level."""
     mass, com, inertia, joints = _link_inertials(model, phi)
     overrides = {'mass': mass.tolist(), 'com': com.reshape(-1).tolist(),
                  'inertia': [float(v) for i in range(model.n) for v in _urdf6(inertia[i])]}
-    friction = {'armature': joints[:, 0].tolist(), 'viscous_friction': joints[:, 1].tolist(),
-                'coulomb_friction': joints[:, 2].tolist()}
+    friction = {'armature': joints['armature'].tolist(),
+                'viscous_friction': joints['viscous'].tolist(),
+                'coulomb_friction': joints['coulomb'].tolist(),
+                'friction_model': list(model.friction_model)}
+    for term, key in (('coulomb_negative', 'coulomb_friction_negative'),
+                      ('stribeck', 'stribeck_friction'), ('offset', 'effort_offset')):
+        if term in joints:
+            friction[key] = joints[term].tolist()
+    if stribeck_velocity is not None:
+        friction['stribeck_velocity'] = [float(v) for v in stribeck_velocity]
     block = model.to_params()
     if model.source == 'dh':
         block.update(overrides)
     else:
         block['inertials'] = overrides
     block.update(friction)
-    issues = physical_consistency_issues(np.concatenate(
-        (np.column_stack((mass, mass[:, None] * com,
-                          [_urdf6(inertia[i] + algorithms.steiner(mass[i], com[i]))
-                           for i in range(model.n)])), joints), axis=1).reshape(-1),
-        model.n)
+    issues = physical_consistency_issues(np.column_stack(
+        (mass, mass[:, None] * com, [_urdf6(inertia[i] + algorithms.steiner(mass[i], com[i]))
+                                     for i in range(model.n)])).reshape(-1), model.n)
     if issues:
         block['accept_nonphysical_inertia'] = True
     return RobotModel.from_params(block)
 
 
-def physical_consistency_issues(model_or_phi, n=None, tolerance=1e-10):
+def physical_consistency_issues(model_or_phi, n=None, tolerance=1e-10, terms=None):
     """What is not physically consistent, one line each ([] when all is): per link, the
     pseudo-inertia matrix J = [[½tr(I)·1 − I, m c], [(m c)ᵀ, m]] (I about the link frame
     origin) must be positive definite — equivalently m > 0, the centroidal inertia
     positive definite and its principal moments within the triangle inequality (Wensing,
-    Kim & Slotine 2018) — and armature, viscous and Coulomb friction ≥ 0. `tolerance`
-    is relative to the largest eigenvalue of J."""
+    Kim & Slotine 2018) — and armature and friction levels ≥ 0 (offsets may have any
+    sign). `tolerance` is relative to the largest eigenvalue of J. With a parameter
+    vector, `terms` names its joint entries (`joint_terms`; default: armature, viscous,
+    coulomb [, offset] by its size)."""
     if isinstance(model_or_phi, RobotModel):
         phi, n = arm_parameters(model_or_phi), model_or_phi.n
+        terms = joint_terms(model_or_phi)
     else:
         phi = np.asarray(model_or_phi, dtype=float).reshape(-1)
         if n is None:
             raise ValueError('n: needed with a parameter vector')
     blocks = phi.reshape(n, -1)
+    if terms is None:
+        terms = (JOINT_PARAMETERS[:3] + ('offset',))[:blocks.shape[1] - 10]
     issues = []
     for i in range(n):
         eig = np.linalg.eigvalsh(pseudo_inertia(blocks[i, :10]))
         if not eig[0] > tolerance * max(eig[-1], 1e-300):
             issues.append(f'link {i + 1}: pseudo-inertia not positive definite (eigenvalues '
                           f'{np.array2string(eig, precision=4)})')
-        for j, key in enumerate(('armature', 'viscous friction', 'Coulomb friction')):
-            if blocks[i, 10 + j] < 0.0:
-                issues.append(f'joint {i + 1}: negative {key} {blocks[i, 10 + j]:.4g}')
+        for j, key in enumerate(terms):
+            if key != 'offset' and blocks[i, 10 + j] < 0.0:
+                issues.append(f'joint {i + 1}: negative {_TERM_WORDS[key]} '
+                              f'{blocks[i, 10 + j]:.4g}')
     return issues
+
+
+_TERM_WORDS = {'armature': 'armature', 'viscous': 'viscous friction',
+               'coulomb': 'Coulomb friction', 'coulomb_negative': 'Coulomb friction (q̇ < 0)',
+               'stribeck': 'Stribeck friction'}
 
 
 def pseudo_inertia(link):
@@ -550,6 +674,7 @@ class _Prepared(NamedTuple):
     coulomb: np.ndarray  # the filtered sign(q̇): the Coulomb column, filtered like τ
     mask: np.ndarray     # (K, n) bool: joint row usable (moving faster than friction_velocity)
     raw_samples: int
+    features: list = []  # `features` functions of the full-rate filtered q̇, filtered like τ
 
 
 def _segments(t, q, qd, tau, n):
@@ -607,14 +732,16 @@ def uniform_grid(t, arrays):
 
 
 def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-             effort_timing='instant'):
+             effort_timing='instant', features=()):
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
     of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
     Each gap-free run of samples is put on a uniform grid first (`uniform_grid`: its
     median step; linear interpolation where the stamps jitter or a message is missing;
     runs are cut where time does not increase or a step exceeds 5 median steps). The Coulomb
-    column sign(q̇) is computed at the full rate and filtered with the same filter.
+    column sign(q̇) is computed at the full rate and filtered with the same filter, as are
+    the `features` ((function, joints): a function of the filtered full-rate q̇ of those
+    joints (K, m) -> (K, m), the smooth friction laws' columns; zeros for other joints).
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
     measured effort); paired with the state at t_k and the central difference of q̇.
@@ -648,42 +775,82 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
         # commute with sign(), and sign(filtered q̇) would be a step where the filtered
         # effort has a ramp ~1/cutoff long at every reversal
         coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
+        extra = []
+        for function, columns in features:
+            column = np.zeros_like(qdf)
+            column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
+            extra.append(column)
         if effort_timing == 'instant':
             qddf = np.gradient(qdf, step, axis=0)
         else:
             qddf = np.diff(qdf, axis=0) / step
             qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
             coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
+            extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
             tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
         keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep]))
+        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
+                       *(e[keep] for e in extra)))
     if not pieces:
         raise RecordingError(
             f'no recording long enough to filter: the longest run without a gap is '
             f'{longest:.3g} s, the filter needs more than {4.0 / cutoff_frequency:.3g} s '
             '(record a longer motion, without pauses or dropped stretches)')
-    qf, qdf, qddf, tauf, coulomb = (np.concatenate(parts) for parts in zip(*pieces))
+    qf, qdf, qddf, tauf, coulomb, *extra = (np.concatenate(parts) for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
-    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw)
+    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra))
 
 
 # ---------------------------------------------------------------------- estimator
+
+
+class BaseUncertainty(NamedTuple):
+    """How well the data determine each base parameter (`identify_arm`'s ``uncertainty``).
+
+    names (r,): the base parameters (`BaseParameters.base_names`; with drive gains also
+    'jointN.drive_gain'); expressions (r,): `BaseParameters.describe` lines; value: the
+    estimate's β (the constrained estimate, what the model holds); wls: the unconstrained
+    weighted least-squares estimate; std: its standard deviation; relative_std: std /
+    |value| (a fraction; inf for a value 0); essential (r,) bool: the essential parameters
+    (`essential_parameters`); covariance (r, r) of the weighted least-squares estimate;
+    inflation (n,): per joint factor on the residual variance for the correlation of the
+    filtered samples; dof: rows − parameters."""
+
+    names: list
+    expressions: list
+    value: np.ndarray
+    wls: np.ndarray
+    std: np.ndarray
+    relative_std: np.ndarray
+    essential: np.ndarray
+    covariance: np.ndarray
+    inflation: np.ndarray
+    dof: int
+
+    def above(self, threshold):
+        """Names of the parameters whose relative std exceeds `threshold` (a fraction)."""
+        return [name for name, r in zip(self.names, self.relative_std) if not r <= threshold]
 
 
 class ArmIdentification(NamedTuple):
     """What `identify_arm` found.
 
     model: the identified `RobotModel` (the prior's kinematics, limits and payload; links'
-    inertial parameters, armature and friction identified); phi (p,): the full parameters
-    (`parameter_names(model, offset)` order); base: the `BaseParameters` of the model;
-    beta: their values K φ; condition_number: of the weighted base regressor with columns
-    scaled to unit norm (inf when a base parameter is not determined); samples: time
-    samples used (after decimation) and rows (joint equations); raw_samples: samples read;
-    rms_residual (n,): per joint RMS of the filtered effort minus the model's on the
-    estimation data; sigma (n,): per joint residual standard deviation used as weight;
-    not_excited: what the data do not determine (empty when all is excited); fixed: how
-    the directions the data do not determine were fixed (one paragraph); consistency:
-    physical_consistency_issues of phi ([] expected); timing: seconds per stage."""
+    inertial parameters, armature, friction (law, levels, velocity scale) and, with
+    offsets, the effort offsets identified); phi (p,): the full parameters
+    (`parameter_names(model, offset)` order; offsets in the recorded effort's units);
+    base: the `BaseParameters` of the model; beta: their values K φ; condition_number: of
+    the weighted base regressor with columns scaled to unit norm (inf when a base
+    parameter is not determined); samples: time samples used (after decimation) and rows
+    (joint equations); raw_samples: samples read; rms_residual (n,): per joint RMS of the
+    filtered effort minus the model's on the estimation data; sigma (n,): per joint
+    residual standard deviation used as weight; not_excited: what the data do not
+    determine (empty when all is excited); fixed: how the directions the data do not
+    determine were fixed (one paragraph); consistency: physical_consistency_issues of phi
+    ([] expected); timing: seconds per stage; offset (n,): the identified effort offsets
+    (None without ``offset``); drive_gain (n,): τ = gain × recorded effort (None without
+    a payload recording); uncertainty: `BaseUncertainty`; friction_model, stribeck_velocity:
+    each joint's law and the velocity scale chosen."""
 
     model: RobotModel
     phi: np.ndarray
@@ -699,6 +866,11 @@ class ArmIdentification(NamedTuple):
     fixed: str
     consistency: list
     timing: dict
+    offset: np.ndarray = None
+    drive_gain: np.ndarray = None
+    uncertainty: BaseUncertainty = None
+    friction_model: tuple = ()
+    stribeck_velocity: np.ndarray = None
 
     @property
     def excited(self):
@@ -711,7 +883,8 @@ def _prior_std(model, phi0, offset, relative):
     0.01 kg) and L = max(|c|, 0.1 m) in the link frame; armature, friction and offsets a
     weak prior (scale of the arm's efforts and inertias)."""
     n = model.n
-    k = _per_index(offset)
+    terms = joint_terms(model, offset)
+    k = 10 + len(terms)
     blocks = phi0.reshape(n, k)
     mean_mass = max(float(np.mean(np.abs(blocks[:, 0]))), 0.01)
     std = np.empty((n, k))
@@ -726,11 +899,8 @@ def _prior_std(model, phi0, offset, relative):
     inertia_scale = np.maximum(np.max(np.diagonal(M, axis1=1, axis2=2), axis=0), 1e-3)
     effort_scale = np.maximum(np.max(np.abs(dynamics.gravity_torques(model, states[0])),
                                      axis=0), 1.0)
-    std[:, 10] = inertia_scale
-    std[:, 11] = effort_scale
-    std[:, 12] = effort_scale
-    if offset:
-        std[:, 13] = effort_scale
+    for t, term in enumerate(terms):
+        std[:, 10 + t] = inertia_scale if term == 'armature' else effort_scale
     return std.reshape(-1)
 
 
@@ -767,10 +937,140 @@ def _compress(G, h):
     return R, z
 
 
+VELOCITY_GRID = tuple(float(v) for v in np.geomspace(0.002, 0.5, 25))
+
+
+def _with_laws(model, friction):
+    """`model` with the friction law of every joint replaced (None: unchanged; a law for
+    all joints, or one per joint)."""
+    if friction is None:
+        return model
+    laws = [friction] * model.n if isinstance(friction, str) else list(friction)
+    if len(laws) != model.n or any(law not in FRICTION_MODELS for law in laws):
+        raise ValueError(f'friction: expected one of {FRICTION_MODELS} or a list of {model.n} '
+                         f'of them, got {friction!r}')
+    if tuple(laws) == model.friction_model:
+        return model
+    block = model.to_params()
+    block['friction_model'] = laws
+    if 'asymmetric' in laws and 'coulomb_friction_negative' not in block:
+        block['coulomb_friction_negative'] = [float(v) for v in model.coulomb_friction]
+    return RobotModel.from_params(block)
+
+
+def _payload_vector(payload):
+    """Ten parameters (last link frame, inertia about its origin) of a payload given as a
+    mapping {mass, com, inertia} (centroidal inertia, 3×3 or URDF order) or a `Payload`."""
+    from robot_dynamics.model import Payload, _payload
+    pl = payload if isinstance(payload, Payload) else _payload(dict(payload))
+    com = np.asarray(pl.com, dtype=float)
+    return np.concatenate(([pl.mass], pl.mass * com,
+                           _urdf6(np.asarray(pl.inertia) + algorithms.steiner(pl.mass, com))))
+
+
+def _noise_shape(rate, decimation, cutoff, frequencies):
+    """The power spectrum, relative to its mean, at `frequencies` [Hz] of white noise at
+    `rate` Hz after `_prepare`'s zero-phase filter (|H(f)|⁴: the Butterworth filter run
+    forward and backward) and the decimation by `decimation` (aliases summed)."""
+    signal = _require('scipy.signal')
+    sos = signal.butter(4, min(float(cutoff), 0.4 * rate), fs=rate, output='sos')
+    decimated = rate / decimation
+    total = np.zeros(len(frequencies))
+    for alias in range(-decimation, decimation + 1):
+        f = np.abs(frequencies + alias * decimated)
+        inside = f <= rate / 2.0
+        if np.any(inside):
+            _, response = signal.sosfreqz(sos, worN=f[inside], fs=rate)
+            total[inside] += np.abs(response) ** 4
+    return total
+
+
+def _long_run(A, r, positions, shape):
+    """Cov(Aᵀ e) = Σ_s Σ_t a_s a_tᵀ γ(s − t) (P, P) for noise e on rows A (N, P) at sample
+    indices `positions` (rows left out are zeros on that grid) with the residuals r's
+    variance and the spectral shape `shape(F) -> (F // 2 + 1,)` (relative to its mean;
+    `_noise_shape`), computed in the frequency domain, zero-padded to twice the length
+    so that the correlations are linear, not circular."""
+    N = len(r)
+    if N == 0:
+        return np.zeros((A.shape[1], A.shape[1]))
+    variance = float(r @ r) / N
+    full = np.zeros((int(positions[-1]) + 1, A.shape[1]))
+    full[positions] = A
+    F = 2 * full.shape[0]
+    F += F % 2                              # even: the last bin is the Nyquist one
+    A_hat = np.fft.rfft(full, n=F, axis=0)
+    S = variance * shape(F)
+    weight = np.full(len(S), 2.0)
+    weight[0] = weight[-1] = 1.0
+    band = S > 1e-9 * np.max(S)             # the filter's stop band adds nothing
+    X = A_hat[band] * np.sqrt(weight[band] * S[band] / F)[:, None]
+    return np.einsum('fp,fq->pq', X.real, X.real) + np.einsum('fp,fq->pq', X.imag, X.imag)
+
+
+def _inverse(G, h=None):
+    """G⁻¹ (or G⁻¹ h) of a symmetric positive semi-definite G: columns scaled to a unit
+    diagonal, a ridge of 1e-12 for directions without information. An LU solve rather
+    than an eigendecomposition: called in loops, and LAPACK's eigensolvers can be tens of
+    times slower on a loaded machine."""
+    d = np.sqrt(np.diag(G))
+    d = np.where(d > 0.0, d, 1.0)
+    scaled = G / np.outer(d, d) + 1e-12 * np.eye(len(d))
+    if h is not None:
+        return np.linalg.solve(scaled, h / d) / d
+    return np.linalg.solve(scaled, np.eye(len(d))) / np.outer(d, d)
+
+
+def _wls_statistics(G_j, h_j, yy, counts, weights, inflation, columns):
+    """Weighted least squares on `columns` from per-joint normal equations: (x, covariance,
+    per-joint residual sums of squares). Covariance G⁻¹ (Σ_j w_j² v_j c_j G_j) G⁻¹ with
+    v_j = ‖r_j‖² / (N_j − p N_j / N) the joint's residual variance and c_j its correlation
+    inflation: with one common variance and c = 1 the textbook σ² (WᵀW)⁻¹,
+    σ² = ‖W r‖² / (N − p)."""
+    G, h = _weighted(G_j, h_j, weights, columns)
+    inverse = _inverse(G)
+    x = inverse @ h
+    sub = G_j[:, columns][:, :, columns]
+    rss = yy - 2.0 * h_j[:, columns] @ x + np.einsum('p,jpq,q->j', x, sub, x)
+    rss = np.maximum(rss, 0.0)
+    total = max(float(np.sum(counts)), 1.0)
+    dof = np.maximum(counts - len(columns) * counts / total, 1.0)
+    variance = rss / dof
+    middle = np.tensordot(weights ** 2 * variance * inflation, sub, axes=1)
+    return x, inverse @ middle @ inverse, rss
+
+
+def essential_parameters(G_j, h_j, yy, counts, weights, inflation, columns, ratio=100.0,
+                         keep=()):
+    """Indices (into `columns`) of the essential parameters (Pham & Gautier 1991; Khalil &
+    Dombre 2002, §12.5): starting from all of them, the parameter with the largest
+    relative standard deviation is dropped and the rest estimated again, until the
+    largest relative standard deviation is at most `ratio` times the smallest. Entries
+    of `keep` (indices into `columns`) are never dropped."""
+    active = list(range(len(columns)))
+    while len(active) > 1:
+        x, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, inflation,
+                                           [columns[a] for a in active])
+        with np.errstate(divide='ignore', invalid='ignore'):
+            relative = np.sqrt(np.maximum(np.diag(covariance), 0.0)) / np.abs(x)
+        relative = np.where(np.isfinite(relative), relative, math.inf)
+        candidates = [c for c, a in enumerate(active) if a not in keep]
+        if not candidates:
+            break
+        smallest = float(np.min(relative))
+        worst = max(candidates, key=lambda c: relative[c])
+        if relative[worst] <= ratio * smallest:
+            break
+        del active[worst]
+    return active
+
+
 def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0,
                  sample_rate=100.0, friction_velocity=0.02, prior_relative=0.5,
                  max_condition=1000.0, effort_timing='instant', base=None, solver=None,
-                 verbose=False):
+                 verbose=False, friction=None, velocity_grid=VELOCITY_GRID,
+                 payload_recording=None, payload=None, essential_ratio=100.0,
+                 constrained=True):
     """Estimate the whole arm's parameters from recorded motion and efforts.
 
     t (K,) [s], q, qd, tau (K, n): measured positions, velocities and applied efforts (or
@@ -783,7 +1083,21 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     period ('held_after': `closed_loop_experiment`) or over the preceding one
     ('held_before': the plant node's /joint_states), see `_prepare`. A joint's equation at
     a sample is left out when the joint moves slower than `friction_velocity` (its
-    friction is not f_c·sign(q̇) there).
+    friction is not a function of q̇ there).
+
+    Sensor and drive model: ``offset=True`` adds a constant effort offset per joint (a
+    sensor bias: recorded = applied + offset; written as ``effort_offset``, which the
+    dynamics and the controller's command do not use). `friction`: each joint's friction
+    law (`dynamics.friction_torques`; None: the prior model's; one name for all joints
+    or a list), linear in its levels; the velocity scale v_s of tanh and stribeck joints
+    is found by a search over `velocity_grid` (None: the prior's v_s kept): per joint in
+    turn (two sweeps), the v_s of the grid whose weighted least-squares fit of the base
+    parameters leaves the smallest weighted residual. `payload_recording` (t, q, qd, tau,
+    as above) recorded with a known `payload` ({mass, com, inertia}: last link frame,
+    inertia about the centre of mass) attached: the drive gains k (τ = k ⊙ recorded
+    effort) are estimated with the parameters, from both recordings together (Gautier &
+    Briot 2014: without the payload the efforts fix the parameters only up to a common
+    scale per joint; the payload's known torques fix it).
 
     Estimator (maximum a posteriori under physical-consistency constraints): with the
     rows weighted by each joint's residual standard deviation σ_j (from an ordinary least
@@ -792,7 +1106,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         minimise   Σ ((τ − Y φ)_j / σ_j)² + Σ_k ((φ_k − φ_prior,k) / s_k)²
         subject to the pseudo-inertia matrix of every link ⪰ ε (Wensing, Kim & Slotine
                    2018: mass > 0, inertia positive definite, triangle inequality),
-                   armature, viscous and Coulomb friction ≥ 0,
+                   armature and friction levels ≥ 0 (drive gains > 0),
 
     where s (`_prior_std`, scaled by `prior_relative`) is a Gaussian prior around the prior
     model. The data term fixes the base parameters (its information grows with the
@@ -805,6 +1119,20 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     parametrisation with nonlinear least squares: the problem is convex, so the solution is
     the global optimum without a starting point or iterations to tune, and constraints
     on friction and armature are plain inequalities.
+
+    ``constrained=False`` skips the semidefinite program: the result is the unconstrained
+    weighted least-squares estimate of the base parameters, mapped to the full parameters
+    nearest the prior's (φ = φ0 + K⁺(β − K φ0)), and ``model`` is None when that φ has a
+    negative mass or friction level (a yardstick, not a model to control with).
+
+    Uncertainty (``uncertainty``, `BaseUncertainty`): the covariance of the unconstrained
+    weighted least-squares estimate of the base parameters, G⁻¹ (Σ_j w_j² v_j c_j G_j) G⁻¹
+    (`_wls_statistics`: v_j each joint's residual variance with N − p degrees of freedom,
+    c_j the inflation for the correlation of the low-pass filtered samples, measured on
+    the residuals). It describes the constrained estimate too wherever the constraints and
+    the prior do not bind (the usual case for base parameters); where they bind, the
+    constrained value differs from the least-squares one (both are reported). The
+    essential parameters: `essential_parameters` with `essential_ratio`.
 
     Excitation: `condition_number` is that of the weighted base regressor with unit-norm
     columns; when it exceeds `max_condition` the base parameters that dominate the
@@ -819,42 +1147,140 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     _require('cvxpy')
     timing['imports'] = time.perf_counter() - start
     start = time.perf_counter()
-    n = prior_model.n
-    data = _prepare(prior_model, t, q, qd, tau, cutoff_frequency, sample_rate,
-                    friction_velocity, effort_timing)
+    prior = _with_laws(prior_model, friction)
+    n = prior.n
+    laws = prior.friction_model
+    velocities = np.array(prior.stribeck_velocity, dtype=float)
+    smooth = [j for j in range(n) if laws[j] in ('tanh', 'stribeck')]
+    grid = [] if velocity_grid is None else [float(v) for v in velocity_grid]
+    if any(not (math.isfinite(v) and v > 0.0) for v in grid):
+        raise ValueError(f'velocity_grid: expected positive velocities, got {velocity_grid}')
+    keys, functions = _feature_functions(laws, [[velocities[j], *grid] for j in range(n)])
+    gains = payload_recording is not None
+    if gains and payload is None:
+        raise ValueError('payload: the payload recording needs the payload\'s mass, com '
+                         'and inertia')
+    recordings = [(t, q, qd, tau)] + ([tuple(payload_recording)] if gains else [])
+    data = [_prepare(prior, *r, cutoff_frequency, sample_rate, friction_velocity,
+                     effort_timing, functions) for r in recordings]
     timing['filter'] = time.perf_counter() - start
     start = time.perf_counter()
-    base = base_parameters(prior_model, offset) if base is None else base
+    base = base_parameters(prior, offset) if base is None else base
     timing['base parameters'] = time.perf_counter() - start
     start = time.perf_counter()
-    Y = arm_regressor(prior_model, data.q, data.qd, data.qdd, offset=offset)
-    k = _per_index(offset)
-    for j in range(n):
-        Y[:, j, j * k + 12] = data.coulomb[:, j]
+    filtered = [dict(zip(keys, d.features), sign=d.coulomb) for d in data]
+    Y = [arm_regressor(prior, d.q, d.qd, d.qdd, offset=offset) for d in data]
+
+    def set_columns():
+        for Yr, d, f in zip(Y, data, filtered):
+            _set_friction_columns(Yr, prior, offset, friction_columns(laws, velocities,
+                                                                      d.qd, f))
+    set_columns()
+    level_terms = [(t, term) for t, term in enumerate(joint_terms(prior, offset))
+                   if term in FRICTION_LEVELS]
+
+    def set_joint(j):
+        """Joint j's friction columns for its current velocity scale."""
+        key = (laws[j], float(velocities[j]))
+        for Yr, d, f in zip(Y, data, filtered):
+            columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
+                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
+            k_ = Yr.shape[-1] // n
+            for t, term in level_terms:
+                Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
     timing['regressor'] = time.perf_counter() - start
     start = time.perf_counter()
-    y = data.tau
-    mask = data.mask
-    # per-joint normal equations (one matrix product each; no growing QR): any row
-    # weighting is then a weighted sum of them
-    p = Y.shape[-1]
-    G_j = np.empty((n, p, p))
-    h_j = np.empty((n, p))
-    for j in range(n):
-        rows = Y[mask[:, j], j]
+    p = Y[0].shape[-1]
+    k = _per_index(prior, offset)
+    P = p + (n if gains else 0)
+    payload_torque = (Y[1][..., (n - 1) * k:(n - 1) * k + 10] @ _payload_vector(payload)
+                      if gains else None)
+
+    def build(j):
+        """A_j (N_j, P), b_j (N_j,): joint j's equations of every recording."""
+        A, b = [], []
+        for r, d in enumerate(data):
+            m = d.mask[:, j]
+            block = np.zeros((int(np.sum(m)), P))
+            block[:, :p] = Y[r][m, j]
+            if gains:
+                block[:, p + j] = -d.tau[m, j]
+                b.append(np.zeros(block.shape[0]) if r == 0 else -payload_torque[m, j])
+            else:
+                b.append(d.tau[m, j])
+            A.append(block)
+        return np.concatenate(A), np.concatenate(b)
+
+    cache = {}
+
+    def rows(j):
+        if j not in cache:
+            cache[j] = build(j)
+        return cache[j]
+
+    def refresh(j, columns):
+        """Joint j's friction columns `columns` taken again from Y, normal equations
+        updated."""
+        A, b = rows(j)
+        A[:, columns] = np.concatenate([Y[r][:, j, columns][d.mask[:, j]]
+                                        for r, d in enumerate(data)])
+        G_j[j][:, columns] = np.einsum('kp,kq->pq', A, A[:, columns])
+        G_j[j][columns, :] = G_j[j][:, columns].T
+        h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
+
+    G_j = np.empty((n, P, P))
+    h_j = np.empty((n, P))
+    yy = np.empty(n)
+    counts = np.array([sum(int(np.sum(d.mask[:, j])) for d in data) for j in range(n)],
+                      dtype=float)
+
+    def normal_equations(j):
+        A, b = rows(j)
         # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
-        G_j[j] = np.einsum('kp,kq->pq', rows, rows)
-        h_j[j] = np.einsum('kp,k->p', rows, y[mask[:, j], j])
+        G_j[j] = np.einsum('kp,kq->pq', A, A)
+        h_j[j] = np.einsum('kp,k->p', A, b)
+        yy[j] = float(b @ b)
+
+    for j in range(n):
+        normal_equations(j)
     timing['normal equations'] = time.perf_counter() - start
     start = time.perf_counter()
+    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
+    effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
+    scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
+    if smooth and grid:
+        # the velocity scales: a search over the grid, one joint at a time
+        weights0 = 1.0 / scale0 ** 2
+
+        def weighted_residual():
+            G, h = _weighted(G_j, h_j, weights0, ix)
+            x = _inverse(G, h)
+            return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
+        for _ in range(2):
+            for j in smooth:
+                columns = [j * k + 10 + t for t, term in enumerate(joint_terms(prior, offset))
+                           if term in FRICTION_LEVELS]
+                best = None
+                for v in sorted(set([velocities[j], *grid])):
+                    velocities[j] = v
+                    set_joint(j)
+                    refresh(j, columns)
+                    value = weighted_residual()
+                    if best is None or value < best[0]:
+                        best = (value, v)
+                velocities[j] = best[1]
+                set_joint(j)
+                refresh(j, columns)
+        timing['velocity scales'] = time.perf_counter() - start
+        start = time.perf_counter()
     # ordinary, then weighted least squares on the base parameters: σ_j and excitation
-    ix = base.independent
-    scale0 = np.array([math.sqrt(np.mean(y[mask[:, j], j] ** 2)) if np.any(mask[:, j])
-                       else 1.0 for j in range(n)]) + 1e-9
-    beta0 = _normal_solve(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
-    residual = y - Y[..., ix] @ beta0
-    sigma = np.array([math.sqrt(np.mean(residual[mask[:, j], j] ** 2))
-                      if np.any(mask[:, j]) else scale0[j] for j in range(n)])
+    beta0 = _inverse(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
+    residuals = []
+    for j in range(n):
+        A, b = rows(j)
+        residuals.append(b - A[:, ix] @ beta0)
+    sigma = np.array([math.sqrt(np.mean(r ** 2)) if r.size else scale0[j]
+                      for j, r in enumerate(residuals)])
     # at least 0.1 % of each joint's RMS effort: exact (simulated) data would otherwise
     # weigh the data 10⁸ times the prior and leave the conic solver without precision
     sigma = np.maximum(sigma, 1e-3 * scale0)
@@ -866,9 +1292,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     condition = (math.sqrt(eigenvalues[-1] / eigenvalues[0]) if eigenvalues[0] > 0.0
                  else math.inf)
     not_excited = [f'joint{j + 1} (did not move faster than {friction_velocity:g})'
-                   for j in range(n) if not np.any(mask[:, j])]
+                   for j in range(n) if counts[j] == 0]
+    names = base.base_names + [f'joint{j + 1}.drive_gain' for j in range(P - p)]
     if not condition <= max_condition:
-        names = base.base_names
         weak = eigenvalues < eigenvalues[-1] / max_condition ** 2
         for v in vectors[:, weak].T:
             for c in np.argsort(-np.abs(v)):
@@ -878,39 +1304,104 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                     not_excited.append(names[c])
     timing['least squares'] = time.perf_counter() - start
     start = time.perf_counter()
+    # uncertainty of the weighted least-squares estimate; the essential parameters
+    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
+    middle = np.zeros((len(ix), len(ix)))
+    full_rate = 1.0 / max(float(np.median(np.diff(np.asarray(
+        t if np.ndim(t[0]) == 0 else t[0], dtype=float)))), 1e-9)
+    decimation = max(1, int(round(full_rate / sample_rate)))
+
+    def shape(F):
+        frequencies = np.fft.rfftfreq(F, decimation / full_rate)
+        power = _noise_shape(full_rate, decimation, cutoff_frequency, frequencies)
+        weight = np.full(len(power), 2.0)
+        weight[0] = weight[-1] = 1.0
+        return power / (float(weight @ power) / F)
+    inflation = np.full(n, float(shape(64)[0]))
+    for j in range(n):
+        A, b = rows(j)
+        positions, first = [], 0
+        for d in data:      # the rows' places in time (recordings apart by 1000 samples)
+            positions.append(first + np.flatnonzero(d.mask[:, j]))
+            first += d.mask.shape[0] + 1000
+        middle += weights[j] ** 2 * _long_run(A[:, ix], b - A[:, ix] @ beta_wls,
+                                              np.concatenate(positions), shape)
+    dof = max(int(np.sum(counts)) - len(ix), 1)
+    inverse = _inverse(_weighted(G_j, h_j, weights, ix)[0])
+    covariance = inverse @ middle @ inverse * (np.sum(counts) / dof)
+    essential = essential_parameters(G_j, h_j, yy, counts, weights, inflation, ix,
+                                     essential_ratio, keep=range(base.rank, len(ix)))
+    timing['uncertainty'] = time.perf_counter() - start
+    start = time.perf_counter()
     # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
     G, h = _weighted(G_j, h_j, weights, None)
-    R, z = _compress(G, h)
-    timing['compression'] = time.perf_counter() - start
-    start = time.perf_counter()
-    phi0 = arm_parameters(prior_model, offset)
-    std = _prior_std(prior_model, phi0, offset, prior_relative)
-    phi = _solve_sdp(R, z, phi0, std, n, offset, solver, verbose)
-    timing['semidefinite program'] = time.perf_counter() - start
-    issues = physical_consistency_issues(phi, n)
-    model = model_with_parameters(prior_model, phi)
-    fit = y - Y @ phi
+    terms = joint_terms(prior, offset)
+    phi0 = np.concatenate((arm_parameters(prior, offset), np.ones(P - p)))
+    if gains:           # offsets in joint efforts (k·o): around 0
+        phi0[:p][np.tile(np.r_[np.zeros(10, bool), np.array(terms) == 'offset'], n)] = 0.0
+    std = np.concatenate((_prior_std(prior, phi0[:p], offset, prior_relative),
+                          np.full(P - p, 10.0)))
+    nonnegative = np.concatenate((np.tile(np.r_[np.zeros(10, bool), [term != 'offset'
+                                                                      for term in terms]], n),
+                                  np.ones(P - p, bool)))
+    if constrained:
+        R, z = _compress(G, h)
+        timing['compression'] = time.perf_counter() - start
+        start = time.perf_counter()
+        solution = _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose)
+        timing['semidefinite program'] = time.perf_counter() - start
+    else:
+        K = base.K
+        correction = np.linalg.lstsq(K, beta_wls[:base.rank] - K @ phi0[:p], rcond=None)[0]
+        solution = np.concatenate((phi0[:p] + correction, beta_wls[base.rank:]))
+    phi, drive_gain = solution[:p].copy(), (solution[p:] if gains else None)
+    blocks = phi.reshape(n, k)
+    offsets = None
+    if offset:
+        column = 10 + terms.index('offset')
+        if gains:            # the offset column is in joint efforts: k·o
+            blocks[:, column] = blocks[:, column] / drive_gain
+        offsets = blocks[:, column].copy()
+    issues = physical_consistency_issues(phi, n, terms=terms)
+    try:
+        model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
+    except ValueError:
+        if constrained:
+            raise
+        model = None
+    fit = [rows(j)[1] - rows(j)[0] @ solution for j in range(n)]
     timing['total'] = sum(timing.values())
-    rms = np.array([math.sqrt(np.mean(fit[mask[:, j], j] ** 2)) if np.any(mask[:, j])
-                    else math.nan for j in range(n)])
+    rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
     fixed = (f'{base.rank} of {p} parameter combinations (the base parameters) are '
              f'determined by the data; the other {p - base.rank} directions, and any '
              f'poorly excited ones, come from the prior model (Gaussian prior, standard '
              f'deviation {prior_relative:g} of each link\'s mass scale, length scale '
              f'max(|c|, 0.1 m)), under physical-consistency constraints (pseudo-inertia '
              f'positive definite per link, armature and friction >= 0).')
+    value = np.concatenate((base.values(solution[:p]), solution[p:]))
+    std_wls = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        relative = np.where(value != 0.0, std_wls / np.abs(value), math.inf)
+    expressions = base.describe().splitlines() + [
+        f'drive gain of joint {j + 1}: joint effort / recorded effort' for j in range(P - p)]
+    uncertainty = BaseUncertainty(
+        names=names, expressions=expressions, value=value, wls=beta_wls, std=std_wls,
+        relative_std=relative, essential=np.isin(np.arange(len(ix)), essential),
+        covariance=covariance, inflation=inflation,
+        dof=int(np.sum(counts)) - len(ix))
     return ArmIdentification(
         model=model, phi=phi, base=base, beta=base.values(phi), condition_number=condition,
-        samples=int(data.q.shape[0]), rows=int(np.sum(mask)), raw_samples=data.raw_samples,
-        rms_residual=rms, sigma=sigma, not_excited=not_excited, fixed=fixed,
-        consistency=issues, timing=timing)
+        samples=int(sum(d.q.shape[0] for d in data)), rows=int(np.sum(counts)),
+        raw_samples=sum(d.raw_samples for d in data), rms_residual=rms, sigma=sigma,
+        not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
+        offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
+        friction_model=laws, stribeck_velocity=velocities)
 
 
-def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
-    """minimise ‖R φ − z‖² + ‖(φ − φ0)/s‖² s.t. pseudo-inertias ⪰ ε, joint terms ≥ 0, in
-    the scaled variable x = (φ − φ0)/s."""
+def _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose):
+    """minimise ‖R φ − z‖² + ‖(φ − φ0)/s‖² s.t. pseudo-inertias ⪰ ε (links i < n, k
+    entries per index), φ[nonnegative] ≥ 0, in the scaled variable x = (φ − φ0)/s."""
     cp = _require('cvxpy')
-    k = _per_index(offset)
     p = R.shape[1]
     x = cp.Variable(p)
     phi = phi0 + cp.multiply(std, x)
@@ -929,7 +1420,8 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
         s_m, s_i = std[o], std[o + 4]
         eps = 1e-6 * np.diag([s_i, s_i, s_i, s_m])
         constraints.append(0.5 * (J + J.T) >> eps)
-        constraints.append(phi[o + 10:o + 13] >= 0.0)
+    index = np.flatnonzero(nonnegative)
+    constraints.append(phi[index] >= 0.0)
     problem = cp.Problem(objective, constraints)
     installed = cp.installed_solvers()
     solvers = [solver] if solver else [s for s in ('CLARABEL', 'SCS') if s in installed]
@@ -946,24 +1438,41 @@ def _solve_sdp(R, z, phi0, std, n, offset, solver, verbose):
     else:
         raise RuntimeError(f'identify_arm: the semidefinite program was not solved: {status}')
     phi = phi0 + std * np.asarray(x.value)
-    joint_terms = (np.arange(p) % k >= 10) & (np.arange(p) % k < 13)
-    phi[joint_terms] = np.maximum(phi[joint_terms], 0.0)       # solver rounding (≈ -1e-13)
+    phi[index] = np.maximum(phi[index], 0.0)       # solver rounding (≈ -1e-13)
     return phi
 
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
-                      friction_velocity=0.02, offset=None, effort_timing='instant'):
+                      friction_velocity=0.02, offset=None, effort_timing='instant',
+                      drive_gain=None):
     """RMS effort error of `model` on recorded data (prepared as in `identify_arm`:
     filtered q, q̇, τ, q̈ from the filtered q̇; samples where a joint moves slower than
     `friction_velocity` left out for that joint) and the relative error, RMS error /
-    RMS measured effort, per joint: two (n,) arrays. `offset` (n,): constant efforts added
-    to the model's prediction (identified offsets)."""
+    RMS measured effort, per joint: two (n,) arrays. The prediction of a recorded effort
+    is τ_model / drive_gain + offset; `offset` (n,): the effort sensor's offsets (default:
+    the model's ``effort_offset``), `drive_gain` (n,): τ = gain × recorded effort
+    (default 1)."""
+    keys, functions = _feature_functions(model.friction_model,
+                                         [[v] for v in model.stribeck_velocity])
     data = _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-                    effort_timing)
+                    effort_timing, functions)
     predicted = dynamics.inverse_dynamics(model, data.q, data.qd, data.qdd)
-    # Coulomb friction as filtered like the efforts (see `_prepare`)
-    predicted += model.coulomb_friction * (data.coulomb - np.sign(data.qd))
-    if offset is not None:
+    # friction as filtered like the efforts (see `_prepare`): the levels times the
+    # filtered columns instead of the law at the filtered velocity
+    levels = {'coulomb': model.coulomb_friction,
+              'coulomb_negative': model.coulomb_friction_negative,
+              'stribeck': model.stribeck_friction}
+    for columns, sign in ((friction_columns(model.friction_model, model.stribeck_velocity,
+                                            data.qd, dict(zip(keys, data.features),
+                                                          sign=data.coulomb)), 1.0),
+                          (friction_columns(model.friction_model, model.stribeck_velocity,
+                                            data.qd), -1.0)):
+        for term, level in levels.items():
+            predicted += sign * level * columns[term]
+    if drive_gain is not None:
+        predicted = predicted / np.asarray(drive_gain, dtype=float)
+    offset = model.effort_offset if offset is None else offset
+    if np.any(np.asarray(offset, dtype=float) != 0.0):
         predicted = predicted + np.asarray(offset, dtype=float)
     error = data.tau - predicted
     rms, relative = np.empty(model.n), np.empty(model.n)
@@ -1232,7 +1741,9 @@ def perturbed_model(model, fraction=0.3, seed=0, armature=None, viscous=None, co
                               for i in range(n)]))
     # link frame parameters of the rigid links; the payload (if any) is added back
     links[-1] += _payload_parameters(model)
-    return model_with_parameters(model, np.column_stack((links, joints)).reshape(-1))
+    phi = arm_parameters(model).reshape(model.n, -1)
+    phi[:, :13] = np.column_stack((links, joints))
+    return model_with_parameters(model, phi.reshape(-1))
 
 
 def drive_terms(model, armature=0.5, viscous=0.05, coulomb=0.05, acceleration=2.0,
@@ -1245,7 +1756,7 @@ def drive_terms(model, armature=0.5, viscous=0.05, coulomb=0.05, acceleration=2.
     rng = np.random.default_rng(seed)
     q = _random_states(model, 40, rng)[0]
     rigid = model_with_parameters(model, arm_parameters(model) * np.tile(
-        np.r_[np.ones(10), 0.0, 0.0, 0.0], model.n))
+        np.r_[np.ones(10), np.zeros(_per_index(model, False) - 10)], model.n))
     M = np.mean(np.diagonal(dynamics.mass_matrix(rigid, q), axis1=1, axis2=2), axis=0)
     g = np.sqrt(np.mean(dynamics.gravity_torques(rigid, q) ** 2, axis=0))
     scale = np.maximum(g, M * acceleration)

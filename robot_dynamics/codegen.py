@@ -191,9 +191,9 @@ class Graph:
         return self._node('/', a, b)
 
     def call(self, name, a):
-        """sin, cos or sign of a node (constants are evaluated now)."""
+        """sin, cos, sign, tanh or exp of a node (constants are evaluated now)."""
         if _is_const(a):
-            value = {'sin': math.sin, 'cos': math.cos, 'sign': _sign}[name](float(a))
+            value = _SCALAR[name](float(a))
             return _snap(value) if name != 'sign' else float(value)
         return self._node(name, a)
 
@@ -650,7 +650,7 @@ class Link:
     joint); m, c, Ic: mass, centre of mass, centroidal inertia; h = m c (first moment);
     Io: rotational inertia about the body origin."""
 
-    def __init__(self, chain, i, armature, viscous, coulomb):
+    def __init__(self, chain, i, armature, viscous, coulomb, law=('coulomb',)):
         self.R0 = [[_snap(v) for v in row] for row in chain.R0[i]]
         self.pl = _tidy(chain.R0[i].T @ chain.p0[i])
         self.theta0 = float(chain.theta0[i])
@@ -664,6 +664,7 @@ class Link:
         self.Io = [_tidy(row, scale=np.max(np.abs(Io))) for row in Io]
         self.Ic_d, self.Io_d = moment_differences(self.Ic), moment_differences(self.Io)
         self.armature, self.viscous, self.coulomb = armature, viscous, coulomb
+        self.law = law          # (name, f_c⁻, f_s, v_s): the joint's friction law
 
     def joint(self, g, q):
         """cos θ, sin θ and the joint origin (placement axes) for joint variable q."""
@@ -676,8 +677,22 @@ class Link:
         return c, s, [self.pl[0], self.pl[1], self.pl[2] + d]
 
     def friction(self, g, qd):
-        """Viscous + Coulomb friction b q̇ + f_c sign(q̇) ([SAS] eq. 2.39)."""
-        return self.viscous * qd + self.coulomb * g.call('sign', qd)
+        """Viscous + Coulomb friction b q̇ + f_c sign(q̇) ([SAS] eq. 2.39), or the joint's
+        other law (dynamics.friction_torques): asymmetric as ½(f_c + f_c⁻) s + ½(f_c − f_c⁻)
+        s² with s = sign(q̇); tanh f_c tanh(q̇/v_s); stribeck adds f_s exp(−(q̇/v_s)²) s."""
+        name = self.law[0]
+        if name == 'coulomb':
+            return self.viscous * qd + self.coulomb * g.call('sign', qd)
+        negative, stribeck, velocity = self.law[1:]
+        if name == 'tanh':
+            return self.viscous * qd + self.coulomb * g.call('tanh', qd * (1.0 / velocity))
+        s = g.call('sign', qd)
+        if name == 'asymmetric':
+            return (self.viscous * qd + (0.5 * (self.coulomb + negative)) * s
+                    + (0.5 * (self.coulomb - negative)) * (s * s))
+        x = qd * (1.0 / velocity)
+        return (self.viscous * qd + self.coulomb * s
+                + stribeck * (g.call('exp', -(x * x)) * s))
 
 
 def _tidy(values, scale=None):
@@ -693,7 +708,10 @@ def links_of(model, g=None):
     graph inputs named in BODY (runtime arguments, so that a payload needs no new code)."""
     chain = model.chain
     links = [Link(chain, i, float(model.armature[i]), float(model.viscous_friction[i]),
-                  float(model.coulomb_friction[i])) for i in range(model.n)]
+                  float(model.coulomb_friction[i]),
+                  (model.friction_model[i], float(model.coulomb_friction_negative[i]),
+                   float(model.stribeck_friction[i]), float(model.stribeck_velocity[i])))
+             for i in range(model.n)]
     if g is not None:
         last = links[-1]
         last.m = g.input('b_m')
@@ -1165,8 +1183,9 @@ def _rk4_source(n, body):
     return '\n'.join(lines) + '\n'
 
 
-_SCALAR = {'sin': math.sin, 'cos': math.cos, 'sign': _sign}
-_ARRAY = {'sin': np.sin, 'cos': np.cos, 'sign': np.sign}
+_SCALAR = {'sin': math.sin, 'cos': math.cos, 'sign': _sign, 'tanh': math.tanh,
+           'exp': math.exp}
+_ARRAY = {'sin': np.sin, 'cos': np.cos, 'sign': np.sign, 'tanh': np.tanh, 'exp': np.exp}
 
 
 def kernel(model, name, mode='scalar'):

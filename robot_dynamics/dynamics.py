@@ -4,7 +4,8 @@ Joint-space terms beyond rigid bodies, all optional in the model and zero by def
 
     τ = M_rb(q) q̈ + C(q, q̇) q̇ + g(q)              rigid bodies (Newton–Euler)
         + armature ⊙ q̈                              reflected rotor inertia
-        + viscous_friction ⊙ q̇ + coulomb_friction ⊙ sign(q̇)
+        + viscous_friction ⊙ q̇ + coulomb_friction ⊙ sign(q̇)   (per joint friction law:
+                                                              `friction_torques`)
         + Jᵀ(q) w                                   tip wrench, see `inverse_dynamics`
 
 `mass_matrix` includes the armature; `bias_forces` includes Coriolis, centrifugal,
@@ -278,10 +279,33 @@ def _out(array, single):
 
 
 def friction_torques(model, qd):
-    """Viscous and Coulomb joint friction, b ⊙ q̇ + f_c ⊙ sign(q̇) ([SAS] eq. 2.39)."""
+    """Joint friction by each joint's law (`RobotModel.friction_model`): viscous b q̇ plus
+
+    * coulomb (default): f_c sign(q̇) ([SAS] eq. 2.39);
+    * asymmetric: f_c for q̇ > 0, −f_c⁻ for q̇ < 0 (`coulomb_friction_negative`);
+    * tanh: f_c tanh(q̇ / v_s), a smooth Coulomb law (`stribeck_velocity` v_s);
+    * stribeck: (f_c + f_s exp(−(q̇ / v_s)²)) sign(q̇) (`stribeck_friction` f_s).
+
+    Every law is linear in its levels (b, f_c, f_c⁻, f_s) for a fixed v_s."""
     qd_b, single = _batch(model, qd, 'qd')
-    tau = qd_b * model.viscous_friction + np.sign(qd_b) * model.coulomb_friction
-    return _out(tau, single)
+    return _out(_friction(model, qd_b) + np.zeros_like(qd_b), single)
+
+
+def friction_laws(model, qd):
+    """τ_friction of `friction_torques` for (…, n) velocities (no shape checks)."""
+    qd = np.asarray(qd, dtype=float)
+    tau = qd * model.viscous_friction
+    if model.plain_friction:
+        return tau + np.sign(qd) * model.coulomb_friction
+    smooth = np.array([m == 'tanh' for m in model.friction_model])
+    v = model.stribeck_velocity
+    with np.errstate(over='ignore', under='ignore'):
+        s = np.where(smooth, np.tanh(qd / v), np.sign(qd))
+        tau = (tau + np.maximum(s, 0.0) * model.coulomb_friction
+               + np.minimum(s, 0.0) * model.coulomb_friction_negative)
+        if np.any(model.stribeck_friction):
+            tau = tau + model.stribeck_friction * np.exp(-(qd / v) ** 2) * np.sign(qd)
+    return tau
 
 
 def inverse_dynamics(model, q, qd, qdd, wrench=None):
@@ -318,7 +342,7 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
 def _friction(model, qd_b):
     if not model.has_friction:
         return 0.0
-    return qd_b * model.viscous_friction + np.sign(qd_b) * model.coulomb_friction
+    return friction_laws(model, qd_b)
 
 
 def mass_matrix(model, q):

@@ -247,6 +247,24 @@ def _wrench_efforts(model, q, wrench):
     return tau
 
 
+def _friction(model, qd):
+    """Each joint's friction law written out on its own (dynamics.friction_torques)."""
+    tau = np.zeros(model.n)
+    for i, law in enumerate(model.friction_model):
+        v, b = model.stribeck_velocity[i], model.viscous_friction[i]
+        if law == 'tanh':
+            tau[i] = b * qd[i] + model.coulomb_friction[i] * math.tanh(qd[i] / v)
+        elif law == 'asymmetric':
+            level = model.coulomb_friction[i] if qd[i] > 0 else \
+                model.coulomb_friction_negative[i] if qd[i] < 0 else 0.0
+            tau[i] = b * qd[i] + level * np.sign(qd[i])
+        else:
+            extra = model.stribeck_friction[i] * math.exp(-(qd[i] / v) ** 2) \
+                if law == 'stribeck' else 0.0
+            tau[i] = b * qd[i] + (model.coulomb_friction[i] + extra) * np.sign(qd[i])
+    return tau
+
+
 def inverse_dynamics(model, q, qd, qdd, wrench=None):
     """τ = D(q) q̈ + h(q, q̇) + G(q) ([LEE] (3.6)), with the armature (in D), viscous and
     Coulomb friction b q̇ + f_c sign(q̇) ([SAS] (2.39)) and the tip wrench Jᵀ W: the same
@@ -255,7 +273,7 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     qd = _state(model, qd, 'qd')
     qdd = _state(model, qdd, 'qdd')
     tau = mass_matrix(model, q) @ qdd + coriolis_centrifugal(model, q, qd) + gravity(model, q)
-    tau = tau + model.viscous_friction * qd + model.coulomb_friction * np.sign(qd)
+    tau = tau + _friction(model, qd)
     if wrench is not None:
         wrench = np.asarray(wrench, dtype=float)
         if wrench.shape != (6,):

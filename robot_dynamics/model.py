@@ -38,7 +38,16 @@ PRISMATIC = 'prismatic'
 CONVENTIONS = ('standard', 'modified')
 JOINT_TYPES = (REVOLUTE, PRISMATIC)
 PER_JOINT_OPTIONAL = ('armature', 'viscous_friction', 'coulomb_friction',
-                      'position_min', 'position_max', 'velocity_max', 'effort_max')
+                      'position_min', 'position_max', 'velocity_max', 'effort_max',
+                      'friction_model', 'coulomb_friction_negative', 'stribeck_friction',
+                      'stribeck_velocity', 'effort_offset')
+# Per joint friction laws (`RobotModel.friction_model`; dynamics.friction_torques):
+#   coulomb     b q̇ + f_c sign(q̇)                                       (the default)
+#   asymmetric  b q̇ + f_c [q̇ > 0] − f_c⁻ [q̇ < 0]                 (coulomb_friction_negative)
+#   tanh        b q̇ + f_c tanh(q̇ / v_s)                                (stribeck_velocity)
+#   stribeck    b q̇ + (f_c + f_s exp(−(q̇ / v_s)²)) sign(q̇)   (stribeck_friction, v_s)
+FRICTION_MODELS = ('coulomb', 'asymmetric', 'tanh', 'stribeck')
+DEFAULT_STRIBECK_VELOCITY = 0.01
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 URDF_KEYS = ('urdf', 'urdf_file', 'base_link', 'tip_link', 'use_urdf_friction',
              'lock_side_joints')
@@ -182,7 +191,9 @@ class RobotModel:
                  gravity=DEFAULT_GRAVITY, armature=None, viscous_friction=None,
                  coulomb_friction=None, position_min=None, position_max=None,
                  velocity_max=None, effort_max=None, payload=None,
-                 accept_nonphysical_inertia=False, continuous=None):
+                 accept_nonphysical_inertia=False, continuous=None, friction_model=None,
+                 coulomb_friction_negative=None, stribeck_friction=None,
+                 stribeck_velocity=None, effort_offset=None):
         if dh_convention not in CONVENTIONS:
             raise ValueError(f'robot.dh_convention: unknown convention {dh_convention!r}, '
                              f'expected one of {CONVENTIONS}')
@@ -215,6 +226,8 @@ class RobotModel:
         self._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                              position_min, position_max, velocity_max, effort_max, payload)
         self._continuous = self._continuous_flags(continuous)
+        self._set_drive_data(friction_model, coulomb_friction_negative, stribeck_friction,
+                             stribeck_velocity, effort_offset)
         for array in (self._a, self._alpha, self._d, self._theta, self._mass, self._com,
                       self._inertia):
             array.setflags(write=False)
@@ -290,6 +303,35 @@ class RobotModel:
                                  'continuous joint has none')
         flags.setflags(write=False)
         return flags
+    def _set_drive_data(self, friction_model, coulomb_friction_negative, stribeck_friction,
+                        stribeck_velocity, effort_offset):
+        """Validate and store the per-joint friction law (`FRICTION_MODELS`), its extra
+        parameters and the effort sensor's offset."""
+        n = self._n
+        if friction_model is None:
+            models = ('coulomb',) * n
+        else:
+            if isinstance(friction_model, str) or not hasattr(friction_model, '__len__') \
+                    or len(friction_model) != n:
+                raise ValueError(f'robot.friction_model: expected a list of {n} of '
+                                 f'{FRICTION_MODELS}, got {friction_model!r}')
+            models = tuple(friction_model)
+            for i, name in enumerate(models):
+                if name not in FRICTION_MODELS:
+                    raise ValueError(f'robot.friction_model[{i}]: unknown friction model '
+                                     f'{name!r}, expected one of {FRICTION_MODELS}')
+        self._friction_model = models
+        negative = _optional('coulomb_friction_negative', coulomb_friction_negative, n, 0.0,
+                             nonnegative=True)
+        self._coulomb_negative_given = coulomb_friction_negative is not None
+        self._coulomb_negative = _read_only(np.where(
+            np.array([m == 'asymmetric' for m in models]), negative, self._coulomb))
+        self._stribeck = _read_only(np.where(
+            np.array([m == 'stribeck' for m in models]),
+            _optional('stribeck_friction', stribeck_friction, n, 0.0, nonnegative=True), 0.0))
+        self._stribeck_velocity = _optional('stribeck_velocity', stribeck_velocity, n,
+                                            DEFAULT_STRIBECK_VELOCITY, positive=True)
+        self._effort_offset = _optional('effort_offset', effort_offset, n, 0.0)
 
     # ------------------------------------------------------------------ construction
 
@@ -347,7 +389,8 @@ class RobotModel:
                    viscous_friction=None, coulomb_friction=None, position_min=None,
                    position_max=None, velocity_max=None, effort_max=None, payload=None,
                    params=None, source='urdf', accept_nonphysical_inertia=False,
-                   continuous=None):
+                   continuous=None, friction_model=None, coulomb_friction_negative=None,
+                   stribeck_friction=None, stribeck_velocity=None, effort_offset=None):
         """A model from a ready `Chain` that is not a DH table (e.g. read from a URDF by
         `robot_dynamics.urdf`). The chain's inertias must exclude the payload; `params` is
         the `robot` block that rebuilds the model (returned by `to_params`); `continuous`:
@@ -376,6 +419,8 @@ class RobotModel:
         new._set_joint_data(gravity, armature, viscous_friction, coulomb_friction,
                             position_min, position_max, velocity_max, effort_max, payload)
         new._continuous = new._continuous_flags(continuous)
+        new._set_drive_data(friction_model, coulomb_friction_negative, stribeck_friction,
+                            stribeck_velocity, effort_offset)
         fields = {key: _read_only(getattr(chain, key)) for key in Chain.__dataclass_fields__
                   if key != 'prismatic'}
         prismatic = np.array(chain.prismatic, dtype=bool)
@@ -485,7 +530,27 @@ class RobotModel:
     gravity = property(lambda self: self._gravity)
     armature = property(lambda self: self._armature)
     viscous_friction = property(lambda self: self._viscous)
-    coulomb_friction = property(lambda self: self._coulomb)
+    coulomb_friction = property(lambda self: self._coulomb, doc='Coulomb friction level '
+                                'f_c (for q̇ > 0 with the asymmetric law) [N m | N].')
+    friction_model = property(lambda self: self._friction_model,
+                              doc='Per joint friction law, one of FRICTION_MODELS.')
+    coulomb_friction_negative = property(
+        lambda self: self._coulomb_negative,
+        doc='Coulomb level for q̇ < 0: coulomb_friction_negative of asymmetric joints, '
+            'coulomb_friction of the others.')
+    stribeck_friction = property(lambda self: self._stribeck,
+                                 doc='Extra friction f_s at rest of stribeck joints.')
+    stribeck_velocity = property(lambda self: self._stribeck_velocity,
+                                 doc='Shape velocity v_s of tanh and stribeck joints.')
+    effort_offset = property(lambda self: self._effort_offset,
+                             doc='The effort sensor\'s bias: measured effort = applied + '
+                                 'offset. A measurement property: the dynamics and the '
+                                 'controller\'s command do not use it.')
+
+    @property
+    def plain_friction(self):
+        """True when every joint's friction is viscous + symmetric Coulomb."""
+        return all(m == 'coulomb' for m in self._friction_model)
     position_min = property(lambda self: self._position_min)
     position_max = property(lambda self: self._position_max)
     velocity_max = property(lambda self: self._velocity_max)
@@ -500,7 +565,8 @@ class RobotModel:
 
     @property
     def has_friction(self):
-        return bool(np.any(self._viscous) or np.any(self._coulomb))
+        return bool(np.any(self._viscous) or np.any(self._coulomb)
+                    or np.any(self._coulomb_negative) or np.any(self._stribeck))
 
     @property
     def has_armature(self):
@@ -532,9 +598,27 @@ class RobotModel:
                                           'coulomb_friction': 'coulomb'}.get(key, key))
             if np.any(values != default):
                 block[key] = values.tolist()
+        block.update(self.drive_params())
         if self._payload.mass > 0.0 or np.any(np.asarray(self._payload.inertia)):
             block['payload'] = {'mass': self._payload.mass, 'com': list(self._payload.com),
                                 'inertia': _urdf6(np.asarray(self._payload.inertia))}
+        return block
+
+    def drive_params(self):
+        """The friction-law and effort-offset keys of the `robot` block that differ from
+        the defaults (`friction_model` whenever a joint's is not coulomb)."""
+        block = {}
+        if not self.plain_friction:
+            block['friction_model'] = list(self._friction_model)
+        asymmetric = np.array([m == 'asymmetric' for m in self._friction_model])
+        if np.any(asymmetric):
+            block['coulomb_friction_negative'] = self._coulomb_negative.tolist()
+        if np.any(self._stribeck):
+            block['stribeck_friction'] = self._stribeck.tolist()
+        if np.any(self._stribeck_velocity != DEFAULT_STRIBECK_VELOCITY):
+            block['stribeck_velocity'] = self._stribeck_velocity.tolist()
+        if np.any(self._effort_offset):
+            block['effort_offset'] = self._effort_offset.tolist()
         return block
 
     def _chain_params(self):

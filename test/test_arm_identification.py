@@ -258,8 +258,11 @@ def test_overrides_file_layered_on_the_robot_file_rebuilds_the_model(tmp_path, s
     assert not np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), expected, atol=1e-3)
     assert np.allclose(loaded.armature, identified.armature)
     assert np.allclose(loaded.coulomb_friction, identified.coulomb_friction)
-    # rcl reads YAML 1.2: every number in the file is a float, never a string
-    for value in _flatten(yaml.safe_load(path.read_text())['/**']['ros__parameters']).values():
+    # rcl reads YAML 1.2: every number in the file is a float, never a string; the
+    # friction law of every joint is named
+    written = _flatten(yaml.safe_load(path.read_text())['/**']['ros__parameters'])
+    assert written.pop('robot.friction_model') == ['coulomb'] * model.n
+    for value in written.values():
         assert all(isinstance(v, float) for v in value)
 
 

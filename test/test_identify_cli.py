@@ -246,11 +246,11 @@ def estimator(monkeypatch):
     from robot_dynamics.nodes.identification import identify_core
     asked = []
 
-    def identify(prior, pieces, effort_timing='instant'):
+    def identify(prior, pieces, effort_timing='instant', **options):
         asked.append(effort_timing)
         return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior', [], {})
 
-    def errors(model, pieces, effort_timing='instant'):
+    def errors(model, pieces, effort_timing='instant', drive_gain=None):
         return identify_core.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
     monkeypatch.setattr(identify_core, 'identify', identify)
     monkeypatch.setattr(identify_core, 'errors', errors)

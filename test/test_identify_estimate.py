@@ -162,7 +162,9 @@ def test_a_urdf_model_gets_a_file_with_its_inertials_that_loads_after_its_own(tm
     assert code == 0, printed.getvalue()
     import yaml
     written = yaml.safe_load(output.read_text())[f'/**/{CONTROLLER}']['ros__parameters']['robot']
-    assert set(written) == {'inertials', 'armature', 'viscous_friction', 'coulomb_friction'}
+    assert set(written) == {'inertials', 'armature', 'viscous_friction', 'coulomb_friction',
+                            'friction_model'}
+    assert written['friction_model'] == ['coulomb'] * 6
     identified, _, _ = prior_model([str(params), str(output)], CONTROLLER)
     run = runs['validation']
     steady = slice(len(run.t) // 20, None)

@@ -8,7 +8,10 @@ parameter file the controller and the plant load after the robot's own (doc/iden
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] [--output-section /**/NODE]
-                      --output OUT.yaml
+                      [--offset] [--friction LAW [LAW ...]]
+                      [--payload-bag DIR [DIR ...] --payload M CX CY CZ [I x 6]]
+                      [--report REPORT.yaml] [--relative-std-threshold 20]
+                      [--essential-ratio 100] --output OUT.yaml
 
 `excite` reads the robot model and its limits from the running controller's parameters (as
 `excite` does), plans the trajectory optimised for identification from where the arm is
@@ -33,6 +36,14 @@ controller, so that loading the file into a simulation leaves the plant as it is
 ``--output-section /**`` addresses every node), to load after the robot's files
 (``--params-file P --params-file OUT.yaml``). The effort timing is the bag's (written by
 `identify excite`), else instant, unless --effort-timing is given.
+The report REPORT.yaml (default OUT.report.yaml): every base parameter's value, standard
+deviation and relative standard deviation, the essential parameters, the friction laws,
+offsets and drive gains. `--offset` estimates each joint's effort offset (a sensor bias,
+written as ``effort_offset``: the controller does not add it to its command); `--friction`
+sets the joints' friction laws (coulomb, asymmetric, tanh, stribeck; one for all or one per
+joint); `--payload-bag` with `--payload` (a second recording with a known payload
+attached: mass, centre of mass in the last link frame [, inertia about it]) estimates
+each joint's drive gain (joint effort = gain × recorded effort).
 
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
 --timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
@@ -55,7 +66,7 @@ import numpy as np
 import yaml
 
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
-from robot_dynamics.model import RobotModel
+from robot_dynamics.model import FRICTION_MODELS, RobotModel
 
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 
@@ -147,6 +158,34 @@ def parse_arguments(argv):
                           help='the node section of the written file (default: /**/NODE, '
                           'NODE the --node: the controller only; "/**": every node, the '
                           'plant of a simulation too)')
+    estimate.add_argument('--offset', action='store_true',
+                          help="estimate each joint's constant effort offset (the effort "
+                          "sensor's bias; written as effort_offset, not used in the command)")
+    estimate.add_argument('--friction', nargs='+', default=None, metavar='LAW',
+                          choices=FRICTION_MODELS,
+                          help='friction law: one for every joint or one per joint, of '
+                          f'{", ".join(FRICTION_MODELS)} (default: the robot file\'s, '
+                          'else coulomb)')
+    estimate.add_argument('--payload-bag', nargs='+', default=None, dest='payload_bags',
+                          metavar='DIR', help='recordings with a known payload attached: '
+                          'estimate the drive gains too (needs --payload)')
+    estimate.add_argument('--payload', nargs='+', type=float, default=None,
+                          metavar='VALUE', help='the payload of --payload-bag: mass [kg], '
+                          'centre of mass x y z in the last link frame [m], optionally '
+                          'its inertia about the centre of mass ixx ixy ixz iyy iyz izz '
+                          '[kg m^2]')
+    estimate.add_argument('--report', default=None, metavar='REPORT.yaml',
+                          help='the report to write (default: OUT.report.yaml beside the '
+                          'output)')
+    estimate.add_argument('--relative-std-threshold', type=float, default=20.0,
+                          dest='relative_std_threshold', metavar='PERCENT',
+                          help='warn about base parameters whose relative standard '
+                          'deviation is above this (default: 20)')
+    estimate.add_argument('--essential-ratio', type=float, default=100.0,
+                          dest='essential_ratio', metavar='RATIO',
+                          help='essential parameters: drop the least certain until the '
+                          'largest relative standard deviation is at most RATIO times the '
+                          'smallest (default: 100)')
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
     args = parser.parse_args(argv)
@@ -159,9 +198,23 @@ def parse_arguments(argv):
             parser.error(f'--iterations: must be >= 0, got {args.iterations}')
         if os.path.exists(args.record):
             parser.error(f'--record: {args.record} exists already; give a new folder name')
-    elif args.output_section is not None and not args.output_section.startswith('/'):
-        parser.error(f'--output-section: a node section starts with "/" ("/**", '
-                     f'"/**/my_controller"), got {args.output_section!r}')
+    else:
+        if args.output_section is not None and not args.output_section.startswith('/'):
+            parser.error(f'--output-section: a node section starts with "/" ("/**", '
+                         f'"/**/my_controller"), got {args.output_section!r}')
+        if (args.payload_bags is None) != (args.payload is None):
+            parser.error('--payload-bag and --payload: give both (the recording with the '
+                         'payload and its mass, centre of mass [, inertia]) or neither')
+        if args.payload is not None and (len(args.payload) not in (4, 10) or not all(
+                math.isfinite(v) for v in args.payload) or args.payload[0] <= 0.0):
+            parser.error(f'--payload: expected a mass > 0, the centre of mass x y z and '
+                         f'optionally 6 inertia values (4 or 10 finite numbers), got '
+                         f'{args.payload}')
+        for name in ('relative_std_threshold', 'essential_ratio'):
+            value = getattr(args, name)
+            if not (math.isfinite(value) and value > 0.0):
+                parser.error(f'--{name.replace("_", "-")}: must be finite and > 0, got '
+                             f'{value}')
     return args
 
 
@@ -337,8 +390,22 @@ def estimate(args, out=print):
     timing = effort_timing(args, recordings + (validation if args.validate else []), out)
     require_estimator_libraries()
     from robot_dynamics.nodes.identification import identify_core as core
+    friction = getattr(args, 'friction', None)
+    if friction is not None and len(friction) not in (1, model.n):
+        raise InputError(f'--friction: expected 1 or {model.n} laws, got {len(friction)}')
+    friction = friction[0] if friction is not None and len(friction) == 1 else friction
+    options = dict(offset=getattr(args, 'offset', False), friction=friction,
+                   essential_ratio=getattr(args, 'essential_ratio', 100.0))
+    if getattr(args, 'payload_bags', None):
+        payload_recordings = read_recordings(args.payload_bags, joints, args.topic)
+        for recording in payload_recordings:
+            out(f'with the payload: {recording.summary()}')
+        values = list(args.payload)
+        options.update(payload_pieces=pieces(payload_recordings), payload={
+            'mass': values[0], 'com': values[1:4],
+            'inertia': values[4:10] if len(values) == 10 else [0.0] * 6})
     try:
-        result = core.identify(model, pieces(estimation), timing)
+        result = core.identify(model, pieces(estimation), timing, **options)
     except RecordingError as error:
         raise InputError(f'the estimation data: {error}') from None
     except RuntimeError as error:     # e.g. the solver failed: one line, status 1
@@ -357,7 +424,8 @@ def estimate(args, out=print):
                                      else 'NO: ' + '; '.join(result.consistency)))
     try:
         prior_errors = core.errors(model, pieces(validation), timing)
-        identified_errors = core.errors(result.model, pieces(validation), timing)
+        identified_errors = core.errors(result.model, pieces(validation), timing,
+                                        result.drive_gain)
     except RecordingError as error:
         raise InputError(f'the validation data ({held}): {error}') from None
     out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '
@@ -367,15 +435,130 @@ def estimate(args, out=print):
         ('RMS error, identified [N m | N]', identified_errors.rms, 'g'),
         ('relative error, prior', prior_errors.relative, '%'),
         ('relative error, identified', identified_errors.relative, '%')]))
+    threshold = getattr(args, 'relative_std_threshold', 20.0) / 100.0
+    for line in drive_lines(joints, result):
+        out(line)
+    for line in uncertainty_lines(result.uncertainty, threshold):
+        out(line)
     section = args.output_section or '/**/' + args.node.strip('/')
     write_parameter_file(args.output, core.overrides(result.model), args, result, held,
                          prior_errors, identified_errors, timing, section)
+    report = getattr(args, 'report', None) or report_path(args.output)
+    write_report(report, joints, result, threshold, args)
     stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
     out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
+    out(f'wrote {report}: the base parameters\' uncertainty and the essential parameters')
     files = ' '.join(f'--params-file {path}' for path in args.params_files)
     out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
         f'{files} --params-file {args.output}')
     return 0
+
+
+# ---------------------------------------------------------------------- uncertainty
+
+
+def drive_lines(joints, result):
+    """The friction laws, effort offsets and drive gains, one line each."""
+    lines = []
+    laws = result.friction_model or ('coulomb',) * len(joints)
+    text = ', '.join(f'{j} {law}' + (f' (v_s {v:.3g})' if law in ('tanh', 'stribeck') else '')
+                     for j, law, v in zip(joints, laws, result.stribeck_velocity
+                                          if result.stribeck_velocity is not None
+                                          else [0.0] * len(joints)))
+    lines.append(f'friction laws: {text}')
+    if result.offset is not None:
+        lines.append('effort offsets (sensor bias, removed from the recorded efforts; the '
+                     'controller does not add them to its command): '
+                     + ', '.join(f'{j} {o:.4g}' for j, o in zip(joints, result.offset)))
+    if result.drive_gain is not None:
+        lines.append('drive gains (joint effort = gain x recorded effort): '
+                     + ', '.join(f'{j} {g:.4g}' for j, g in zip(joints, result.drive_gain)))
+    return lines
+
+
+def uncertainty_lines(uncertainty, threshold):
+    """The base parameters' table (value, standard deviation, relative standard deviation,
+    essential) and the warning naming those above `threshold` (a fraction)."""
+    if uncertainty is None:
+        return []
+    width = max(len(name) for name in uncertainty.names)
+    lines = ['base parameters: value, standard deviation (weighted least squares), relative '
+             'standard deviation; * essential']
+    for r, name in enumerate(uncertainty.names):
+        relative = uncertainty.relative_std[r]
+        lines.append(f'  β{r + 1:<3} {name:<{width}} {uncertainty.value[r]:>12.5g} '
+                     f'{uncertainty.std[r]:>10.3g} '
+                     + (f'{100.0 * relative:>9.2f} %' if math.isfinite(relative)
+                        else f'{"inf":>9} %')
+                     + (' *' if uncertainty.essential[r] else ''))
+    lines.append(f'essential parameters: {int(np.sum(uncertainty.essential))} of '
+                 f'{len(uncertainty.names)}')
+    above = [(name, r) for name, r in zip(uncertainty.names, uncertainty.relative_std)
+             if not r <= threshold]
+    if above:
+        lines.append(f'warning: relative standard deviation above {100.0 * threshold:g} %: '
+                     + ', '.join(f'{name} ({100.0 * r:.3g} %)' if math.isfinite(r)
+                                 else f'{name} (value 0)' for name, r in above)
+                     + ' (poorly determined by the data: the robot file and the constraints '
+                     'hold them; a richer motion determines them better)')
+    return lines
+
+
+def report_path(output):
+    """OUT.report.yaml beside OUT.yaml."""
+    root, extension = os.path.splitext(output)
+    return f'{root}.report.yaml' if extension in ('.yaml', '.yml') else f'{output}.report.yaml'
+
+
+def write_report(path, joints, result, threshold, args):
+    """The report file (YAML): per base parameter its expression, value, standard
+    deviation and relative standard deviation [%], essential or not; the essential ones;
+    those above the threshold; friction laws, offsets, drive gains."""
+    u = result.uncertainty
+    document = {
+        'prior': list(args.params_files), 'recordings': list(args.bags),
+        'samples': int(result.samples), 'condition_number': float(result.condition),
+        'relative_std_threshold_percent': float(100.0 * threshold)}
+    if u is not None:
+        document.update(_uncertainty_document(u, threshold, args))
+    document['friction_model'] = {j: law for j, law in zip(
+        joints, result.friction_model or ('coulomb',) * len(joints))}
+    if result.stribeck_velocity is not None:
+        document['stribeck_velocity'] = {j: float(v) for j, v, law in zip(
+            joints, result.stribeck_velocity, result.friction_model)
+            if law in ('tanh', 'stribeck')}
+    if result.offset is not None:
+        document['effort_offset'] = {j: float(v) for j, v in zip(joints, result.offset)}
+    if result.drive_gain is not None:
+        document['drive_gain'] = {j: float(v) for j, v in zip(joints, result.drive_gain)}
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temporary = f'{path}.tmp'
+    with open(temporary, 'w', encoding='utf-8') as stream:
+        stream.write('# `identify estimate` report: how well the data determine the base '
+                     'parameters\n')
+        yaml.safe_dump(document, stream, sort_keys=False, allow_unicode=True)
+    os.replace(temporary, path)
+
+
+def _uncertainty_document(u, threshold, args):
+    """The report's base-parameter entries (`write_report`)."""
+    finite = [float(100.0 * r) if math.isfinite(r) else None for r in u.relative_std]
+    return {
+        'base_parameters': [
+            {'name': name, 'expression': expression, 'value': float(value),
+             'least_squares_value': float(wls), 'std': float(std),
+             'relative_std_percent': relative, 'essential': bool(essential)}
+            for name, expression, value, wls, std, relative, essential in zip(
+                u.names, u.expressions, u.value, u.wls, u.std, finite, u.essential)],
+        'essential_parameters': [n for n, e in zip(u.names, u.essential) if e],
+        'above_threshold': u.above(threshold),
+        'method': 'standard deviations of the unconstrained weighted least-squares '
+                  'estimate of the base parameters (per-joint weights, residual variances '
+                  'with N - p degrees of freedom, the correlation of the low-pass filtered '
+                  'samples included); values are the constrained estimate written to the '
+                  'parameter file. Essential parameters: Pham & Gautier (1991), ratio '
+                  f'{getattr(args, "essential_ratio", 100.0):g}.'}
 
 
 # ---------------------------------------------------------------------- the output file
@@ -454,6 +637,10 @@ def write_parameter_file(path, robot, args, result, held, prior_errors, identifi
                 f'validation ({held}), relative effort error per joint: prior '
                 f'{_percentages(prior_errors.relative)}, identified '
                 f'{_percentages(identified_errors.relative)}']
+    if getattr(result, 'drive_gain', None) is not None:
+        comments.append('drive gains (joint effort = gain x recorded effort; the values '
+                        'here are joint efforts): '
+                        + ', '.join(f'{g:.6g}' for g in result.drive_gain))
     text = parameter_file_text(robot, comments, section)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)

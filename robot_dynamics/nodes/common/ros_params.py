@@ -35,6 +35,14 @@ ROBOT_PARAMETERS = (
     ('armature', 'per joint, reflected rotor inertia [kg m^2 | kg], default 0'),
     ('viscous_friction', 'per joint [N m s/rad | N s/m], default 0'),
     ('coulomb_friction', 'per joint [N m | N], default 0'),
+    ('friction_model', 'per joint friction law: coulomb (default), asymmetric, tanh, stribeck'),
+    ('coulomb_friction_negative', 'per joint Coulomb level for negative velocity of '
+                                  'asymmetric joints [N m | N]'),
+    ('stribeck_friction', 'per joint extra friction at rest of stribeck joints [N m | N]'),
+    ('stribeck_velocity', 'per joint velocity scale of tanh and stribeck joints '
+                          '[rad/s | m/s], default 0.01'),
+    ('effort_offset', "per joint bias of the effort sensor [N m | N] (identified; the "
+                      "command does not add it)"),
     ('position_min', 'per joint lower position limit [rad | m]'),
     ('position_max', 'per joint upper position limit [rad | m]'),
     ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),

@@ -18,6 +18,11 @@ class Estimate(NamedTuple):
     fixed: str             # how the directions the data cannot determine were fixed
     consistency: list      # physical-consistency issues of the estimate ([] expected)
     timing: dict           # seconds per stage
+    offset: object = None          # (n,) identified effort offsets, or None
+    drive_gain: object = None      # (n,) joint effort / recorded effort, or None
+    uncertainty: object = None     # arm_identification.BaseUncertainty
+    friction_model: tuple = ()     # each joint's friction law
+    stribeck_velocity: object = None   # (n,) the laws' velocity scales
 
 
 class Errors(NamedTuple):
@@ -29,22 +34,32 @@ def _columns(pieces):
     return tuple(list(column) for column in zip(*pieces))
 
 
-def identify(prior, pieces, effort_timing='instant'):
-    """Estimate from [(t, q, qd, tau)] gap-free recordings; ValueError for data that
-    cannot be used (e.g. too short to filter)."""
+def identify(prior, pieces, effort_timing='instant', offset=False, friction=None,
+             payload_pieces=None, payload=None, essential_ratio=100.0):
+    """Estimate from [(t, q, qd, tau)] gap-free recordings (with effort offsets, the
+    friction laws `friction`, drive gains from `payload_pieces` recorded with `payload`);
+    ValueError for data that cannot be used (e.g. too short to filter)."""
     t, q, qd, tau = _columns(pieces)
-    result = arm_identification.identify_arm(prior, t, q, qd, tau,
-                                             effort_timing=effort_timing)
+    extra = {}
+    if payload_pieces is not None:
+        extra = dict(payload_recording=_columns(payload_pieces), payload=payload)
+    result = arm_identification.identify_arm(prior, t, q, qd, tau, offset=offset,
+                                             friction=friction, effort_timing=effort_timing,
+                                             essential_ratio=essential_ratio, **extra)
     return Estimate(result.model, int(result.samples), int(result.raw_samples),
                     float(result.condition_number), list(result.not_excited),
-                    str(result.fixed), list(result.consistency), dict(result.timing))
+                    str(result.fixed), list(result.consistency), dict(result.timing),
+                    result.offset, result.drive_gain, result.uncertainty,
+                    tuple(result.friction_model), result.stribeck_velocity)
 
 
-def errors(model, pieces, effort_timing='instant'):
-    """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)]."""
+def errors(model, pieces, effort_timing='instant', drive_gain=None):
+    """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)] (recorded
+    efforts predicted as τ / drive_gain + the model's effort offset)."""
     t, q, qd, tau = _columns(pieces)
     rms, relative = arm_identification.validation_errors(model, t, q, qd, tau,
-                                                         effort_timing=effort_timing)
+                                                         effort_timing=effort_timing,
+                                                         drive_gain=drive_gain)
     return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
 
 
