@@ -488,8 +488,8 @@ def uncertainty_lines(uncertainty, threshold):
         relative = uncertainty.relative_std[r]
         lines.append(f'  β{r + 1:<3} {name:<{width}} {uncertainty.value[r]:>12.5g} '
                      f'{uncertainty.std[r]:>10.3g} '
-                     + (f'{100.0 * relative:>9.2f} %' if math.isfinite(relative)
-                        else f'{"inf":>9} %')
+                     + (f'{100.0 * relative:>9.2f} %' if relative <= 100.0
+                        else f'{"> 10000":>9} %')
                      + (' *' if uncertainty.essential[r] else ''))
     lines.append(f'essential parameters: {int(np.sum(uncertainty.essential))} of '
                  f'{len(uncertainty.names)}')
@@ -497,8 +497,8 @@ def uncertainty_lines(uncertainty, threshold):
              if not r <= threshold]
     if above:
         lines.append(f'warning: relative standard deviation above {100.0 * threshold:g} %: '
-                     + ', '.join(f'{name} ({100.0 * r:.3g} %)' if math.isfinite(r)
-                                 else f'{name} (value 0)' for name, r in above)
+                     + ', '.join(f'{name} ({100.0 * r:.3g} %)' if r <= 100.0
+                                 else f'{name} (> 10000 %)' for name, r in above)
                      + ' (poorly determined by the data: the robot file and the constraints '
                      'hold them; a richer motion determines them better)')
     return lines
