@@ -5,9 +5,12 @@ configure has succeeded.
     ros2 launch robot_dynamics controller_managed.launch.py params_file:=/path/to/my_arm.yaml
 
 Parameter files layer: `params_file` (the arm: joints, robot block) first, then each file
-of `settings_params_file` (e.g. gains, realtime.*; several separated by ';'), later ones
-winning; `realtime_priority`, `realtime_cpu_affinity` and `realtime_lock_memory` set the
-real-time options (doc/realtime.md) over all of them when given.
+of `settings_params_file` (e.g. gains, realtime.*; several separated by ';'; params_file
+may name several too), later ones winning whatever section (`/**`, `/**/name`, ...) a
+value is under (doc/parameters-layering.md); `realtime_priority`, `realtime_cpu_affinity`
+and `realtime_lock_memory` set the real-time options (doc/realtime.md) over all of them
+when given. node_name:=... renames the node (then `ros2 lifecycle set /<node_name> ...`);
+the files' sections for computed_torque_controller still apply to it.
 
 With `autostart:=false` the launch file requests no transition: the node waits
 unconfigured and an operator (or a lifecycle manager) brings it up:
@@ -37,6 +40,8 @@ from lifecycle_msgs.msg import Transition
 
 from robot_dynamics.nodes.common import bringup
 
+NODE_NAME = 'computed_torque_controller'
+
 
 def controller_actions(context):
     """The node with its layered parameter files, and the transitions
@@ -45,21 +50,20 @@ def controller_actions(context):
         return name.perform(context)
     plan = bringup.lifecycle_plan(argument(LaunchConfiguration('autostart')),
                                   argument(LaunchConfiguration('activate')))
-    parameters = [argument(LaunchConfiguration('params_file'))]
-    parameters += bringup.params_file_list(
-        argument(LaunchConfiguration('settings_params_file')))
-    parameters.append({'use_sim_time': bringup.launch_flag(
-        argument(LaunchConfiguration('use_sim_time')))})
-    realtime = bringup.realtime_parameters(
+    namespace = argument(LaunchConfiguration('namespace'))
+    name = argument(LaunchConfiguration('node_name')) or NODE_NAME
+    files = bringup.params_file_list(argument(LaunchConfiguration('params_file')))
+    files += bringup.params_file_list(argument(LaunchConfiguration('settings_params_file')))
+    overrides = {'use_sim_time': bringup.launch_flag(
+        argument(LaunchConfiguration('use_sim_time')))}
+    overrides.update(bringup.realtime_parameters(
         argument(LaunchConfiguration('realtime_priority')),
         argument(LaunchConfiguration('realtime_cpu_affinity')),
-        argument(LaunchConfiguration('realtime_lock_memory')))
-    if realtime:
-        parameters.append(realtime)
+        argument(LaunchConfiguration('realtime_lock_memory'))))
+    parameters = bringup.node_parameters(files, name, namespace, NODE_NAME, overrides)
     controller = LifecycleNode(
-        package='robot_dynamics', executable='controller_managed',
-        name='computed_torque_controller',
-        namespace=argument(LaunchConfiguration('namespace')), output='screen',
+        package='robot_dynamics', executable='controller_managed', name=name,
+        namespace=namespace, output='screen',
         remappings=[('robot_description',
                      argument(LaunchConfiguration('robot_description_topic')))],
         parameters=parameters)
@@ -84,7 +88,8 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument(
             'params_file', default_value=os.path.join(config, 'puma560.yaml'),
-            description='parameter file: joints, the robot block, gains, command_topic'),
+            description="parameter file(s): joints, the robot block, gains, command_topic; "
+            "several separated by ';', later ones win"),
         DeclareLaunchArgument(
             'settings_params_file', default_value='',
             description="more parameter files, loaded after params_file (later ones win), "
@@ -93,6 +98,9 @@ def generate_launch_description():
                               description='use /clock (simulators)'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='namespace of the controller'),
+        DeclareLaunchArgument('node_name', default_value=NODE_NAME,
+                              description='name of the controller node (the files\' '
+                              f'sections for {NODE_NAME} apply to it)'),
         DeclareLaunchArgument(
             'robot_description_topic', default_value='robot_description',
             description='with robot.source urdf: where the URDF comes from (if the parameter '

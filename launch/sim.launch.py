@@ -3,6 +3,7 @@ robot_state_publisher (and RViz on request) when those packages are installed.
 
     ros2 launch robot_dynamics sim.launch.py [robot_params_file:=...] [sim_params_file:=...]
                                              [use_sim_time:=true] [namespace:=arm1]
+                                             [plant_name:=...] [controller_name:=...]
                                              [rviz:=true] [rviz_config:=...]
                                              [realtime_priority:=80]
                                              [realtime_cpu_affinity:=1]
@@ -16,8 +17,11 @@ wall clock. robot_state_publisher gets the URDF of the robot file (generated fro
 model, joints named by its `joints`; or the file's own URDF with robot.source urdf) and
 turns /joint_states into TF; RViz shows it with config/sim.rviz. A missing package is
 skipped with an info line. sim_params_file may name several files (';'), layered after
-the robot file; the realtime_* arguments set the plant's and the controller's real-time
-options (doc/realtime.md) over the files when given.
+the robot file: later files win for each node whatever section (`/**`, `/**/name`, ...) a
+value is under (doc/parameters-layering.md); the realtime_* arguments set the plant's and
+the controller's real-time options (doc/realtime.md) over the files when given.
+plant_name:=... and controller_name:=... rename the nodes; the files' sections for
+plant_simulator and computed_torque_controller still apply to them.
 """
 
 import os
@@ -64,29 +68,40 @@ def robot_state_publisher(context, namespace, sim_time):
                     sim_time])
 
 
+PLANT, CONTROLLER, DEMO = 'plant_simulator', 'computed_torque_controller', 'demo_move'
+
+
 def loop_nodes(context):
-    """The plant, the controller and the demo move, with the robot file, then each file
-    of sim_params_file (';'-separated, later ones win), then the real-time launch
-    arguments given (plant and controller)."""
-    namespace = LaunchConfiguration('namespace').perform(context)
-    use_sim_time = bringup.launch_flag(LaunchConfiguration('use_sim_time').perform(context))
-    files = [LaunchConfiguration('robot_params_file').perform(context)] + \
-        bringup.params_file_list(LaunchConfiguration('sim_params_file').perform(context))
+    """The plant, the controller and the demo move, each with one parameter file: the
+    robot file, then each file of sim_params_file (';'-separated), layered for that node
+    (later files win whatever section a value is under; the files' sections for the
+    usual names apply to plant_name/controller_name), then the launch arguments' values
+    (use_sim_time, publish_clock, the realtime_* given, the demo's controller)."""
+    def argument(configuration):
+        return configuration.perform(context)
+    namespace = argument(LaunchConfiguration('namespace'))
+    use_sim_time = bringup.launch_flag(argument(LaunchConfiguration('use_sim_time')))
+    files = [argument(LaunchConfiguration('robot_params_file'))] + \
+        bringup.params_file_list(argument(LaunchConfiguration('sim_params_file')))
     realtime = bringup.realtime_parameters(
-        LaunchConfiguration('realtime_priority').perform(context),
-        LaunchConfiguration('realtime_cpu_affinity').perform(context),
-        LaunchConfiguration('realtime_lock_memory').perform(context))
-    realtime = [realtime] if realtime else []
-    sim_time = {'use_sim_time': use_sim_time}
+        argument(LaunchConfiguration('realtime_priority')),
+        argument(LaunchConfiguration('realtime_cpu_affinity')),
+        argument(LaunchConfiguration('realtime_lock_memory')))
+    plant = argument(LaunchConfiguration('plant_name')) or PLANT
+    controller = argument(LaunchConfiguration('controller_name')) or CONTROLLER
+
+    def parameters(name, default_name, overrides):
+        return bringup.node_parameters(files, name, namespace, default_name, overrides)
     return [
-        Node(package='robot_dynamics', executable='plant', name='plant_simulator',
-             namespace=namespace, output='screen',
-             parameters=files + [{'publish_clock': use_sim_time}] + realtime),
-        Node(package='robot_dynamics', executable='controller',
-             name='computed_torque_controller', namespace=namespace, output='screen',
-             parameters=files + [sim_time] + realtime),
-        Node(package='robot_dynamics', executable='demo_move', name='demo_move',
-             namespace=namespace, output='screen', parameters=files + [sim_time]),
+        Node(package='robot_dynamics', executable='plant', name=plant, namespace=namespace,
+             output='screen', parameters=parameters(
+                 plant, PLANT, {'publish_clock': use_sim_time, **realtime})),
+        Node(package='robot_dynamics', executable='controller', name=controller,
+             namespace=namespace, output='screen', parameters=parameters(
+                 controller, CONTROLLER, {'use_sim_time': use_sim_time, **realtime})),
+        Node(package='robot_dynamics', executable='demo_move', name=DEMO,
+             namespace=namespace, output='screen', parameters=parameters(
+                 DEMO, DEMO, {'use_sim_time': use_sim_time, 'controller': controller})),
     ]
 
 
@@ -114,6 +129,12 @@ def generate_launch_description():
             description='true: the plant publishes /clock and runs in lock-step'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='namespace of all nodes'),
+        DeclareLaunchArgument('plant_name', default_value=PLANT,
+                              description='name of the plant node (the files\' sections '
+                              f'for {PLANT} apply to it)'),
+        DeclareLaunchArgument('controller_name', default_value=CONTROLLER,
+                              description='name of the controller node (the files\' '
+                              f'sections for {CONTROLLER} apply to it)'),
         DeclareLaunchArgument(
             'rviz', default_value='false',
             description='true: start RViz (if rviz2 is installed) with rviz_config'),

@@ -924,7 +924,8 @@ def rk4_one(P, q, qd, tau, dt, out):
     return True
 
 
-_KERNELS = (_sign, _friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one, gravity_one,
+_KERNELS = (_sign, _friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one,
+            gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)

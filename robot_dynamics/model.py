@@ -80,6 +80,26 @@ ParameterFileLoader.add_implicit_resolver(
     list('-+0123456789.'))
 
 
+def _untagged(loader, tag_suffix, node):
+    """A node with a tag rcl ignores (rcl reads every tag but ``!!str`` as if it were not
+    there): e.g. launch_ros writes the tuples of ``parameters=[{...}]`` as ``!!python/tuple``
+    sequences. Read as the same node without its tag (a list, a mapping, or the scalar as
+    its text resolves; a string if nothing else reads it)."""
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    tag = loader.resolve(yaml.ScalarNode, node.value, (True, False))
+    constructor = loader.yaml_constructors.get(tag)
+    if constructor is None:
+        return node.value
+    return constructor(loader, yaml.ScalarNode(tag, node.value, node.start_mark,
+                                               node.end_mark, node.style))
+
+
+ParameterFileLoader.add_multi_constructor('', _untagged)
+
+
 class ModelWarning(UserWarning):
     """Physically doubtful but accepted model data (e.g. textbook inertias)."""
 

@@ -207,20 +207,26 @@ def test_command_line_parameters_for_one_node():
 
 def test_a_remapped_controller_without_its_parameters_says_which_section_did_not_apply(
         tmp_path):
-    """A `ros2 param dump` is keyed by the node's name then: started as ctrl2 the file's
-    section does not apply; the error is logged under ctrl2 and names both keys."""
+    """A `ros2 param dump` is keyed by the node's name then: started as ctrl2 a file's
+    section for another node (not the usual computed_torque_controller, whose sections
+    still apply after a rename) does not apply; the error is logged under ctrl2 and names
+    both keys."""
     dump = tmp_path / 'dump.yaml'
-    dump.write_text('/computed_torque_controller:\n  ros__parameters:\n'
-                    '    state_timeout: 0.2\n')
+    dump.write_text('/ctrl3:\n  ros__parameters:\n    state_timeout: 0.2\n')
     code, _, stderr = run(['-m', 'robot_dynamics.nodes.controller', '--ros-args', '-r',
                            '__node:=ctrl2', '--params-file', str(dump)])
     assert code == 1 and 'Traceback' not in stderr
     (line,) = [line for line in stderr.splitlines() if '[ERROR]' in line]
     assert '[ctrl2]' in line and 'no robot parameters given to /ctrl2' in line, line
-    assert '"/ctrl2:"' in line and "'/computed_torque_controller:'" in line, line
+    assert '"/ctrl2:"' in line and "'/ctrl3:'" in line, line
     assert 'config/puma560.yaml' in line
-    assert sections_hint('computed_torque_controller', ['x', '--ros-args', '--params-file',
-                                                        str(dump)]) == ''
+    usual = tmp_path / 'usual.yaml'
+    usual.write_text('/computed_torque_controller:\n  ros__parameters:\n'
+                     '    state_timeout: 0.2\n')
+    assert sections_hint('computed_torque_controller', [
+        'x', '--ros-args', '--params-file', str(usual)]) == ''
+    assert sections_hint('computed_torque_controller', [
+        'x', '--ros-args', '-r', '__node:=ctrl2', '--params-file', str(usual)]) == ''
 
 
 # ---------------------------------------------------------------------- Ctrl-C at start-up

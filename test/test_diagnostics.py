@@ -95,6 +95,23 @@ def test_cycle_time_levels_are_fractions_of_the_period(share, level):
     assert report.level == level
 
 
+def test_a_long_message_stays_whole_for_ros2_topic_echo_and_every_reason_is_in_the_values():
+    """`ros2 topic echo` cuts strings longer than 128 characters with "...": a message
+    stays within that, and reasons that do not fit are counted and given in full."""
+    short = Report()
+    short.flag(WARN, 'at a mechanical stop: joint_2 (lower)')
+    assert short.message('fine') == 'at a mechanical stop: joint_2 (lower)'
+    report = Report()
+    reasons = [f'reason {k}: ' + 'x' * 40 for k in range(1, 5)]
+    for reason in reasons:
+        report.flag(WARN, reason)
+    message = report.message('fine')
+    assert len(message) <= 128 and message.startswith(reasons[0]) and '...' not in message
+    assert 'more' in message and '"problem 4"' in message
+    values = dict(report.values)
+    assert [values[f'problem {k}'] for k in range(1, 5)] == reasons
+
+
 def test_a_loop_paced_from_outside_has_no_late_count():
     report = Report()
     check_loop(report, window(100, 50), 0.0, DEFAULTS)

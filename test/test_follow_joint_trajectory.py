@@ -440,6 +440,7 @@ def test_cancel_mid_motion_holds_within_the_stated_bound(loop):
     assert len(cancel.result().goals_canceling) == 1
     status, result = outcome(loop, handle)
     assert status == GoalStatus.STATUS_CANCELED
+    assert result.error_string == 'canceled; holding the measured position'
     assert_holds(loop, q_then)
 
 

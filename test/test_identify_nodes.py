@@ -58,7 +58,8 @@ def plant_overrides():
         warnings.simplefilter('ignore')
         prior = RobotModel.from_yaml(PUMA)
     plant = ai.perturbed_model(prior, 0.3, seed=1, **ai.drive_terms(prior))
-    return [Parameter(f'robot.{key}', value=[float(v) for v in values])
+    return [Parameter(f'robot.{key}', value=list(values) if key == 'friction_model'
+                      else [float(v) for v in values])
             for key, values in ai.robot_params_overrides(plant).items()]
 
 

@@ -137,7 +137,13 @@ def test_managed_launch_file_configures_then_activates_the_lifecycle_controller_
     assert keyword(node, 'executable') == 'controller_managed'
     assert console_scripts()['controller_managed'].startswith(
         'robot_dynamics.nodes.managed_controller:')
-    assert keyword(node, 'name') == NODE_NAME
+    constants = {target.id: assign.value.value for assign in tree.body
+                 if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Constant)
+                 for target in assign.targets}
+    (argument,) = [c for c in calls(tree, 'DeclareLaunchArgument')
+                   if first_string(c) == 'node_name']
+    default = next(kw.value for kw in argument.keywords if kw.arg == 'default_value')
+    assert constants[default.id] == NODE_NAME   # the name unless node_name:=... renames it
     assert 'namespace' in {kw.arg for kw in node.keywords}   # launch_ros requires it
     handlers = list(calls(tree, 'OnStateTransition'))
     assert len(handlers) == 1
@@ -243,8 +249,12 @@ def _fake_launch_modules():
 
 
 @pytest.fixture
-def fake_launch(monkeypatch):
+def fake_launch(monkeypatch, tmp_path):
+    """Load a launch file with the stand-ins; the per-node parameter files it writes go
+    to the test's folder."""
+    import tempfile
     pytest.importorskip('lifecycle_msgs')
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     for name, module in _fake_launch_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
 
@@ -261,7 +271,7 @@ def managed_context(**given):
     `given`."""
     defaults = {first_string(c): keyword(c, 'default_value')
                 for c in calls(parse(MANAGED_LAUNCH), 'DeclareLaunchArgument')}
-    defaults['params_file'] = '/arm.yaml'
+    defaults['params_file'] = os.path.join(REPO, 'config', 'puma560.yaml')
     return {**defaults, **given}
 
 
@@ -293,38 +303,155 @@ def test_managed_launch_configures_and_activates_by_default(fake_launch):
     assert kinds_of(actions) == ['LifecycleNode', 'EmitEvent']
 
 
-def test_managed_launch_layers_parameter_files_and_the_realtime_arguments(fake_launch):
+def given_parameters(node, name=None):
+    """{parameter: value} a launch file's node gets from its `parameters` (files as rcl
+    reads them for the node's name, dicts as they are), in order."""
+    from robot_dynamics.nodes.common.layering import layered_parameters, node_fqn
+    fqn = node_fqn(name or node.kwargs['name'], node.kwargs.get('namespace', ''))
+    values = {}
+    for entry in node.kwargs['parameters']:
+        values.update(entry if isinstance(entry, dict) else layered_parameters([entry], fqn))
+    return values
+
+
+def test_managed_launch_layers_parameter_files_and_the_realtime_arguments(fake_launch,
+                                                                         tmp_path):
+    """params_file, then settings_params_file's files, later ones winning whatever their
+    sections; use_sim_time and the realtime_* given last; one file for the node."""
+    arm, gains, rt = (str(tmp_path / f'{n}.yaml') for n in ('arm', 'gains', 'rt'))
+    write(arm, {'/**': {'joints': ['a', 'b'], 'gains': {'kp': [1.0, 1.0]}},
+                '/**/computed_torque_controller': {'control_mode': 'on_state',
+                                                   'gains': {'kd': [2.0, 2.0]}}})
+    write(gains, {'/**': {'gains': {'kd': [5.0, 5.0], 'kp': [3.0, 3.0]}}})
+    write(rt, {'computed_torque_controller': {'realtime': {'priority': 10}},
+               '/**': {'gains': {'kp': [4.0, 4.0]}}})
     module = fake_launch(MANAGED_LAUNCH)
     (node,) = module.controller_actions(managed_context(
-        autostart='false', settings_params_file='/gains.yaml;/rt.yaml', use_sim_time='true',
-        realtime_priority='80', realtime_cpu_affinity='1'))
-    assert node.kwargs['parameters'] == [
-        '/arm.yaml', '/gains.yaml', '/rt.yaml', {'use_sim_time': True},
-        {'realtime.priority': 80, 'realtime.cpu_affinity': [1]}]
-    (node,) = module.controller_actions(managed_context(autostart='false'))
-    assert node.kwargs['parameters'] == ['/arm.yaml', {'use_sim_time': False}]
+        autostart='false', params_file=arm, settings_params_file=f'{gains};{rt}',
+        use_sim_time='true', realtime_priority='80', realtime_cpu_affinity='0,1'))
+    assert len(node.kwargs['parameters']) == 1
+    assert given_parameters(node) == {
+        'joints': ['a', 'b'], 'control_mode': 'on_state', 'gains.kd': [5.0, 5.0],
+        'gains.kp': [4.0, 4.0], 'use_sim_time': True, 'realtime.priority': 80,
+        'realtime.cpu_affinity': [0, 1]}
+    (node,) = module.controller_actions(managed_context(autostart='false', params_file=arm))
+    assert given_parameters(node) == {
+        'joints': ['a', 'b'], 'control_mode': 'on_state', 'gains.kd': [2.0, 2.0],
+        'gains.kp': [1.0, 1.0], 'use_sim_time': False}
 
 
-def test_sim_launch_passes_the_realtime_arguments_to_plant_and_controller(fake_launch):
+def test_managed_launch_node_name_keeps_the_sections_of_the_usual_name(fake_launch,
+                                                                        tmp_path):
+    arm = str(tmp_path / 'arm.yaml')
+    write(arm, {'/**': {'joints': ['a']},
+                '/**/computed_torque_controller': {'control_mode': 'on_state'},
+                '/**/my_ctrl': {'state_timeout': 0.2},
+                'my_ctrl': {'command_topic': 'root_only'},   # /my_ctrl, not /arm1/my_ctrl
+                'other': {'command_timeout': 9.0}})
+    module = fake_launch(MANAGED_LAUNCH)
+    (node,) = module.controller_actions(managed_context(
+        autostart='false', params_file=arm, node_name='my_ctrl', namespace='arm1'))
+    assert node.kwargs['name'] == 'my_ctrl' and node.kwargs['namespace'] == 'arm1'
+    assert given_parameters(node) == {'joints': ['a'], 'control_mode': 'on_state',
+                                      'state_timeout': 0.2, 'use_sim_time': False}
+
+
+def test_sim_launch_layers_files_and_launch_arguments_for_each_node(fake_launch, tmp_path):
+    """A /** value of a later sim_params_file wins over config/sim.yaml's node sections;
+    the realtime_* given go to plant and controller, use_sim_time and publish_clock where
+    they belong; each node gets one file."""
+    mine = str(tmp_path / 'mine.yaml')
+    write(mine, {'/**': {'gains': {'kp': [150.0] * 6}, 'integration_step': 0.0005}})
     module = fake_launch(SIM_LAUNCH)
     defaults = {first_string(c): keyword(c, 'default_value')
                 for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
-    context = {**defaults, 'robot_params_file': '/arm.yaml', 'sim_params_file':
-               '/sim.yaml;/mine.yaml', 'realtime_priority': '70',
-               'realtime_lock_memory': 'true'}
-    nodes = {node.kwargs['name']: node.kwargs['parameters']
-             for node in module.loop_nodes(context)}
-    realtime = {'realtime.priority': 70, 'realtime.lock_memory': True}
-    assert nodes['plant_simulator'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
-                                        {'publish_clock': True}, realtime]
-    assert nodes['computed_torque_controller'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
-                                                   {'use_sim_time': True}, realtime]
-    assert nodes['demo_move'] == ['/arm.yaml', '/sim.yaml', '/mine.yaml',
-                                  {'use_sim_time': True}]
-    context.update(realtime_priority='', realtime_lock_memory='')
-    nodes = {node.kwargs['name']: node.kwargs['parameters']
-             for node in module.loop_nodes(context)}
-    assert nodes['plant_simulator'][-1] == {'publish_clock': True}     # the files decide
+    sim_yaml = os.path.join(REPO, 'config', 'sim.yaml')
+    context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
+               'sim_params_file': f'{sim_yaml};{mine}', 'realtime_priority': '70',
+               'realtime_lock_memory': 'true', 'realtime_cpu_affinity': '0,1'}
+    nodes = {node.kwargs['name']: node for node in module.loop_nodes(context)}
+    assert all(len(node.kwargs['parameters']) == 1 for node in nodes.values())
+    plant = given_parameters(nodes['plant_simulator'])
+    controller = given_parameters(nodes['computed_torque_controller'])
+    demo = given_parameters(nodes['demo_move'])
+    realtime = {'realtime.priority': 70, 'realtime.lock_memory': True,
+                'realtime.cpu_affinity': [0, 1]}
+    assert controller['gains.kp'] == [150.0] * 6          # mine.yaml's /** over sim.yaml
+    assert plant['integration_step'] == 0.0005
+    assert controller['control_mode'] == 'on_state'       # sim.yaml's node section kept
+    assert plant['publish_clock'] is True and 'use_sim_time' not in plant
+    assert controller['use_sim_time'] is True and demo['use_sim_time'] is True
+    assert realtime.items() <= plant.items() and realtime.items() <= controller.items()
+    assert not any(name.startswith('realtime.') for name in demo)
+    assert demo['controller'] == 'computed_torque_controller'
+    context.update(realtime_priority='', realtime_lock_memory='', realtime_cpu_affinity='')
+    nodes = {node.kwargs['name']: node for node in module.loop_nodes(context)}
+    assert not any(name.startswith('realtime.')        # the files decide
+                   for name in given_parameters(nodes['plant_simulator']))
+
+
+def test_sim_launch_renamed_nodes_keep_their_settings(fake_launch):
+    """controller_name/plant_name: config/sim.yaml's sections for the usual names still
+    apply (the controller stays in on_state lock-step), and the demo addresses the
+    renamed controller."""
+    module = fake_launch(SIM_LAUNCH)
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
+               'sim_params_file': os.path.join(REPO, 'config', 'sim.yaml'),
+               'controller_name': 'my_ctrl', 'plant_name': 'my_plant', 'namespace': 'arm1'}
+    nodes = {node.kwargs['name']: node for node in module.loop_nodes(context)}
+    assert set(nodes) == {'my_plant', 'my_ctrl', 'demo_move'}
+    usual = {node.kwargs['name']: node for node in module.loop_nodes(defaults | {
+        'robot_params_file': context['robot_params_file'],
+        'sim_params_file': context['sim_params_file']})}
+    for renamed, name in (('my_ctrl', 'computed_torque_controller'),
+                          ('my_plant', 'plant_simulator')):
+        assert given_parameters(nodes[renamed]) == given_parameters(usual[name]), renamed
+    assert given_parameters(nodes['my_ctrl'])['control_mode'] == 'on_state'
+    assert given_parameters(nodes['demo_move'])['controller'] == 'my_ctrl'
+
+
+def test_controller_launch_layers_several_params_files_and_renames(fake_launch, tmp_path):
+    arm, mine = str(tmp_path / 'arm.yaml'), str(tmp_path / 'mine.yaml')
+    write(arm, {'/**': {'joints': ['a']},
+                '/**/computed_torque_controller': {'gains': {'kp': [1.0]}}})
+    write(mine, {'/**': {'gains': {'kp': [2.0]}}})
+    module = fake_launch(os.path.join(REPO, 'launch', 'controller.launch.py'))
+    defaults = {first_string(c): keyword(c, 'default_value') for c in calls(
+        parse(os.path.join(REPO, 'launch', 'controller.launch.py')), 'DeclareLaunchArgument')}
+    for name in ('computed_torque_controller', 'ctrl2'):
+        (node,) = module.controller_node({**defaults, 'params_file': f'{arm};{mine}',
+                                          'node_name': name})
+        assert node.kwargs['name'] == name
+        assert given_parameters(node) == {'joints': ['a'], 'gains.kp': [2.0],
+                                          'use_sim_time': False}
+
+
+def test_a_launch_file_passes_a_file_rcl_would_refuse_on_as_it_is(fake_launch, tmp_path):
+    """The node itself then names the problem in its one line."""
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('/**:\n  ros__parameters:\n    kp: [1, 2.0]\n')
+    module = fake_launch(MANAGED_LAUNCH)
+    (node,) = module.controller_actions(managed_context(autostart='false',
+                                                       params_file=str(bad)))
+    assert node.kwargs['parameters'] == [str(bad), {'use_sim_time': False}]
+
+
+def test_a_missing_parameter_file_stops_the_launch_with_one_line(fake_launch, tmp_path):
+    """launch_ros would skip it with a warning and start the node without it."""
+    from robot_dynamics.nodes.common.params_file import ParamsFileError
+    module = fake_launch(MANAGED_LAUNCH)
+    missing = str(tmp_path / 'nowhere.yaml')
+    with pytest.raises(ParamsFileError, match=f'params file {missing}: no such file'):
+        module.controller_actions(managed_context(autostart='false', params_file=missing))
+
+
+def write(path, sections):
+    """A parameter file of {section: parameters}."""
+    with open(path, 'w', encoding='utf-8') as stream:
+        yaml.safe_dump({key: {'ros__parameters': value} for key, value in sections.items()},
+                       stream)
 
 
 @pytest.mark.parametrize('path', [SIM_LAUNCH, MANAGED_LAUNCH], ids=os.path.basename)
@@ -442,8 +569,9 @@ def test_launch_flag_refuses_other_text():
 
 
 def test_sim_params_sections_name_nodes_of_the_sim_launch_file():
-    names = {keyword(c, 'name') for c in calls(parse(os.path.join(
-        REPO, 'launch', 'sim.launch.py')), 'Node')}
+    tree = parse(os.path.join(REPO, 'launch', 'sim.launch.py'))
+    names = {node.value for assign in tree.body if isinstance(assign, ast.Assign)
+             for node in ast.walk(assign.value) if isinstance(node, ast.Constant)}
     with open(os.path.join(REPO, 'config', 'sim.yaml'), encoding='utf-8') as stream:
         sections = set(yaml.safe_load(stream))
     assert all(section.startswith('/**/') for section in sections), sections  # any namespace

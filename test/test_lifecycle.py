@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -31,7 +32,7 @@ from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
-from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters  # noqa: E402
 
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 
@@ -175,6 +176,62 @@ def test_configure_with_a_bad_parameter_fails_naming_it_and_succeeds_once_fixed(
         np.testing.assert_array_equal(controller.law.kp, [100.0] * 6)
     finally:
         harness.close()
+
+
+def test_every_parameter_is_declared_unconfigured_readable_and_settable_checked_at_configure():
+    """As ros2_control declares a controller's parameters on load: while unconfigured the
+    parameter services (what `ros2 param list/get/set` call) see every parameter the
+    configured node has, with its value, and a set is accepted; configure still checks it
+    (a bad gain set while unconfigured fails configure, naming it)."""
+    harness, controller, operator = start('gains.kd:=[21.0, 21.0, 21.0, 21.0, 21.0, 21.0]')
+    try:
+        getter = operator.create_client(GetParameters, f'{CONTROLLER}/get_parameters')
+        lister = operator.create_client(ListParameters, f'{CONTROLLER}/list_parameters')
+        harness.spin_until(lambda: getter.service_is_ready() and lister.service_is_ready(),
+                           'parameter services')
+
+        def names():
+            return set(call(harness, operator, lister, ListParameters.Request(), 'list',
+                            resend_after=1.0).result.names)
+
+        def get(*wanted):
+            values = call(harness, operator, getter, GetParameters.Request(
+                names=list(wanted)), 'get', resend_after=1.0).values
+            return [Parameter.from_parameter_msg(msg_for(name, value)).value
+                    for name, value in zip(wanted, values)]
+
+        def set_kp(kp):
+            return call(harness, operator, operator.set_parameters, SetParameters.Request(
+                parameters=[doubles('gains.kp', kp)]), 'set gains.kp').results[0]
+
+        unconfigured = names()
+        assert state(harness, operator) == State.PRIMARY_STATE_UNCONFIGURED
+        assert COMMANDS not in topics(controller) and '/joint_states' not in topics(controller)
+        # from every part of the start-up: the law, the joints' constraints, the action,
+        # speed scaling, diagnostics, payload identification, the real-time options
+        for name in ('gains.kp', 'constraints.joint_3.goal', 'constraints.goal_time',
+                     'speed_scaling.rate_limit', 'diagnostics.period',
+                     'identification.enabled', 'realtime.priority', 'control_mode'):
+            assert name in unconfigured, name
+        kp, kd, mode = get('gains.kp', 'gains.kd', 'control_mode')
+        assert list(kp) == [100.0] * 6 and list(kd) == [21.0] * 6 and mode == 'timer'
+        assert set_kp([100.0] * 5 + [-4.0]).successful      # checked at configure
+        assert list(get('gains.kp')[0]) == [100.0] * 5 + [-4.0]
+        assert not transition(harness, operator, 'configure')
+        stream_until(harness, operator, lambda: any(
+            'gains.kp[5]' in log.msg for log in operator.logs), 'the reason on /rosout')
+        assert set_kp([150.0] * 6).successful
+        configured(harness, operator)
+        assert names() == unconfigured          # configure declared nothing new
+        np.testing.assert_array_equal(controller.law.kp, [150.0] * 6)
+        np.testing.assert_array_equal(controller.law.kd, [21.0] * 6)
+    finally:
+        harness.close()
+
+
+def msg_for(name, value):
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    return ParameterMsg(name=name, value=value)
 
 
 def lifecycle_state(status):

@@ -53,11 +53,26 @@ def test_a_free_falling_arm_stays_within_its_stops_and_diagnostics_names_the_joi
     harness, plant = plant_alone(f'initial_positions:={Q_START}',
                                  f'initial_velocities:={QD_START}', 'brakes:=false')
     try:
-        worst = []
-        run_until(harness, plant, 3.0, lambda p: worst.append(beyond(p.model, p.q)))
+        worst, lines, touched = [], [], set()
+        plant.get_logger().warning = lambda text, **kwargs: lines.append(text)
+
+        def each_tick(p):
+            worst.append(beyond(p.model, p.q))
+            outside = p._stops.outside(p.q)
+            touched.update((p.joints[i], 'max' if outside[i] > 0.0 else 'min')
+                           for i in np.flatnonzero(outside))
+        run_until(harness, plant, 3.0, each_tick)
         assert not plant.stopped
         assert max(worst) <= PENETRATION
         assert plant.stop_peak.any()                          # it did hit stops
+        # one line at the first contact with each stop, naming the joint and the stop
+        contacts = [line for line in lines if 'mechanical stop' in line]
+        assert touched and len(contacts) >= len(touched), (touched, contacts)
+        for joint, side in touched:
+            said = [line for line in contacts if f'joint {joint} ' in line
+                    and f'robot.position_{side}[' in line]
+            assert len(said) == 1, (joint, side, contacts)
+        assert len(contacts) == len(set(contacts)) and len(contacts) <= 2 * len(plant.joints)
         status = plant._diagnostics.status()
         report = values(status)
         at_stop = [j for j, off in zip(plant.joints, plant._stops.outside(plant.q)) if off]
@@ -65,6 +80,7 @@ def test_a_free_falling_arm_stays_within_its_stops_and_diagnostics_names_the_joi
         for joint in at_stop:
             assert joint in report['at a stop'] and joint in status.message
         assert status.level == b'\x01' and 'mechanical stop' in status.message
+        assert len(status.message) <= 128, status.message     # `ros2 topic echo` cuts at 128
         assert report['stop effort max'] != 'none'
         assert report['brakes'] == 'none (brakes false)'
     finally:

@@ -40,7 +40,10 @@ def test_decelerate_on_cancel_under_speed_scaling_keeps_its_limit_and_a_paused_a
         cancel = handle.cancel_goal_async()
         factor.publish(SpeedScalingFactor(factor=0.1))         # applies after the stop
         loop.harness.spin_until(cancel.done, 'the cancel response')
-        assert loop.outcome(handle)[0] == GoalStatus.STATUS_CANCELED
+        status, result = loop.outcome(handle)
+        assert status == GoalStatus.STATUS_CANCELED
+        # the result says what the arm does: it decelerates, it does not hold at once
+        assert result.error_string == 'canceled; decelerating to rest from the reference'
         loop.settle(1.5)
         TestDecelerateOnCancel.assert_decelerates_to_rest(
             loop, loop.client.states[before - 1:], sent)

@@ -18,6 +18,7 @@ pytest.importorskip('control_msgs.msg', reason='control_msgs is not built in thi
 from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.msg import SpeedScalingFactor  # noqa: E402
 from control_msgs.srv import QueryTrajectoryState  # noqa: E402
+from rclpy.event_handler import PublisherEventCallbacks  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
@@ -200,6 +201,31 @@ def test_a_factor_just_above_1_is_1_and_a_refusal_is_a_warning_on_diagnostics(lo
     harness.spin_until(lambda: latest().get('speed scaling refused') == 'none',
                        'the refusal cleared by a valid factor')
     assert 'speed_scaling_input' not in reports[-1].message
+
+
+def test_a_publisher_without_transient_local_is_told_how_to_publish(loop, monkeypatch):
+    """`ros2 topic pub` without `--qos-durability transient_local` offers volatile
+    durability, which JTC's transient-local subscription never matches: its factors do not
+    arrive, and the controller's log says so and how to publish instead."""
+    harness, plant, controller, client, factor = loop
+    logger = controller.get_logger()
+    lines, original = [], logger.warning
+    monkeypatch.setattr(logger, 'warning', lambda text, **kwargs: (
+        lines.append(text), original(text, **kwargs))[1])
+    volatile = client.create_publisher(SpeedScalingFactor, TOPIC, QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE), event_callbacks=PublisherEventCallbacks(
+            use_default_callbacks=False))         # (rclpy's own warning on our side)
+    try:
+        harness.spin_until(lambda: any('incompatible QoS' in line for line in lines),
+                           'the warning about the incompatible publisher')
+        said = [line for line in lines if 'incompatible QoS' in line]
+        assert len(said) == 1, said
+        assert 'DURABILITY' in said[0] and '--qos-durability transient_local' in said[0]
+        assert TOPIC in said[0]
+        assert volatile.get_subscription_count() == 0        # indeed never matched
+    finally:
+        client.destroy_publisher(volatile)
 
 
 def test_query_state_answers_with_the_scaled_reference_while_paused(loop):

@@ -3,7 +3,8 @@
 Each cycle: sample the reference (q_d, q̇_d, q̈_d) of the current trajectory and publish
 τ = inverse_dynamics(q, q̇, q̈_d + Kd(q̇_d − q̇) + Kp(q_d − q)) ([LEE] eq. 4.4: one
 Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order.
-Interfaces and parameters: README "Topics and parameters"; failure behaviour: doc/safety.md.
+Interfaces: README "Topics and parameters"; parameters: doc/parameters.md; failure behaviour:
+doc/safety.md.
 """
 
 import functools
@@ -29,7 +30,7 @@ from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
 from robot_dynamics.nodes.identification.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
-    declare_robot, keep_float_types, payload_model, seconds)
+    declare_robot, keep_float_types, name_unknown_parameters, payload_model, seconds)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 from robot_dynamics.trajectory import (INTERPOLATION_METHODS, JointTrajectorySampler,
@@ -140,6 +141,7 @@ class ComputedTorqueController(Node):
         self.model = None        # until the robot model exists (robot_description topic)
         self.unexpected_errors = 0   # exceptions caught (and logged) by the callback guard
         keep_float_types(self)               # integers set live on floats stay floats
+        name_unknown_parameters(self)        # `ros2 param set` of a misspelt name
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:

@@ -66,7 +66,7 @@ import numpy as np
 import yaml
 
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
-from robot_dynamics.model import FRICTION_MODELS, ParameterFileLoader, RobotModel
+from robot_dynamics.model import FRICTION_MODELS, RobotModel
 
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 
@@ -243,39 +243,17 @@ def layered_parameters(paths, node_name=None):
 
 def _layers(paths, node_name):
     """[(path, {dotted name: value})]: the sections of the files that apply to the node,
-    file after file, each file's in its order (the one layering rule of the nodes,
-    robot_dynamics.nodes.common; matching by its `section_applies`)."""
+    file after file, each file's in its order: the nodes' own layering
+    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
+    from robot_dynamics.nodes.common.layering import parameter_layers
     from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
-    layers = []
-    for path in paths:
-        try:
+    try:
+        for path in paths:
             check_params_file(path)
-        except ParamsFileError as error:
-            raise InputError(str(error)) from None
-        with open(path, encoding='utf-8') as stream:
-            document = yaml.load(stream, Loader=ParameterFileLoader)
-        layers += [(path, _flatten(params)) for section, params in _sections(document)
-                   if isinstance(params, dict) and _applies(section, node_name)]
-    return layers
-
-
-def _sections(document, prefix=''):
-    """(node name pattern, ros__parameters) of a parameter file, namespaces nested."""
-    for key, value in document.items():
-        if not isinstance(value, dict):
-            continue
-        name = f'{prefix}/{str(key).strip("/")}'
-        if 'ros__parameters' in value:
-            yield name, value['ros__parameters']
-        yield from _sections({k: v for k, v in value.items() if k != 'ros__parameters'}, name)
-
-
-def _applies(pattern, node_name):
-    """Whether the section `pattern` applies to the node: the nodes' own matching
-    (rcl's wildcards: ``/**`` any namespaces, ``*`` any part of one name)."""
-    from robot_dynamics.nodes.common.params_file import section_applies
-    return pattern == '/**' or (bool(node_name) and
-                                section_applies(pattern, '/' + node_name.strip('/')))
+        return [(path, parameters) for path, _section, parameters
+                in parameter_layers(paths, node_name or None)]
+    except ParamsFileError as error:
+        raise InputError(str(error)) from None
 
 
 def _flatten(mapping, prefix=''):
@@ -510,8 +488,8 @@ def uncertainty_lines(uncertainty, threshold):
         relative = uncertainty.relative_std[r]
         lines.append(f'  β{r + 1:<3} {name:<{width}} {uncertainty.value[r]:>12.5g} '
                      f'{uncertainty.std[r]:>10.3g} '
-                     + (f'{100.0 * relative:>9.2f} %' if math.isfinite(relative)
-                        else f'{"inf":>9} %')
+                     + (f'{100.0 * relative:>9.2f} %' if relative <= 100.0
+                        else f'{"> 10000":>9} %')
                      + (' *' if uncertainty.essential[r] else ''))
     lines.append(f'essential parameters: {int(np.sum(uncertainty.essential))} of '
                  f'{len(uncertainty.names)}')
@@ -519,8 +497,8 @@ def uncertainty_lines(uncertainty, threshold):
              if not r <= threshold]
     if above:
         lines.append(f'warning: relative standard deviation above {100.0 * threshold:g} %: '
-                     + ', '.join(f'{name} ({100.0 * r:.3g} %)' if math.isfinite(r)
-                                 else f'{name} (value 0)' for name, r in above)
+                     + ', '.join(f'{name} ({100.0 * r:.3g} %)' if r <= 100.0
+                                 else f'{name} (> 10000 %)' for name, r in above)
                      + ' (poorly determined by the data: the robot file and the constraints '
                      'hold them; a richer motion determines them better)')
     return lines

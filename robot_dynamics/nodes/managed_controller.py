@@ -2,6 +2,9 @@
 `controller_managed`. The control law, parameters and topics are the unmanaged node's
 (`controller`, still the default); the lifecycle states have their ros2_control meaning:
 
+- construction (unconfigured): every parameter is declared, as ros2_control declares a
+  controller's on load, so that `ros2 param get/set` work before configure; nothing is
+  checked yet.
 - configure: build and validate the model and every parameter, as the unmanaged node does
   at start-up, and create its topics. A bad parameter fails the transition: one error line
   names it and the node stays unconfigured (configure again after fixing it; read-only
@@ -26,7 +29,8 @@ import numpy as np
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
-from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare_robot
+from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare_robot,
+                                                   keep_float_types, name_unknown_parameters)
 from robot_dynamics.nodes.common.runner import run, spin_applying_realtime
 
 # Node entities created by configure and destroyed by cleanup: (property, destroy method).
@@ -45,6 +49,11 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self.lifecycle_state = 'unconfigured'
         self._described = None          # (model, joints) once built
         self._configured = None         # entities before configure, callbacks added since
+        self.declaring_only = False     # see _declare_parameters_now
+        self.parameters_declared = False    # all of them (not with the URDF from a topic)
+        keep_float_types(self)          # integers set live on floats stay floats
+        name_unknown_parameters(self)   # `ros2 param set` of a misspelt name
+        self._declare_parameters_now()
         self.get_logger().info(f'unconfigured: bring it up with `ros2 lifecycle set '
                                f'{self.get_fully_qualified_name()} configure`, then activate')
 
@@ -140,6 +149,33 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
                 + '; configure again once it is published')
         return self._described
 
+    def _declare_parameters_now(self):
+        """Declare every parameter at construction, as ros2_control declares a controller's
+        on load: `ros2 param get/set/list` work while unconfigured, and configure checks
+        the values as before. The robot block is read now (a bad one is named by
+        configure); the rest is declared by running the start-up once with each parameter's
+        default standing in for its value (nothing is checked, nothing is logged) and
+        destroying what it created. With the URDF from the robot_description topic the
+        joints are not known yet: then the other parameters are declared by configure."""
+        try:
+            declare_robot(self, self._declare_the_rest, listen=False)
+        except ConfigurationError:
+            pass                        # configure names it
+        finally:
+            self.declaring_only = False
+
+    def _declare_the_rest(self, model, joints):
+        self.parameters_declared = True     # the runner warns about unknown ones now
+        self.declaring_only = True
+        self._configured = (self._entities(), [])
+        quiet = _QuietLogger()
+        self.get_logger = lambda: quiet     # the start-up's lines belong to configure
+        try:
+            self._start(model, joints)
+        finally:
+            del self.get_logger
+            self._release()
+
     def _keep_model(self, model, joints):
         self._described = (model, joints)
 
@@ -182,6 +218,13 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._configured = None
         self.model = None
         self.lifecycle_state = 'unconfigured'
+
+
+class _QuietLogger:
+    """Drops every line (the start-up run by _declare_the_rest)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: True
 
 
 def main(args=None):

@@ -44,7 +44,7 @@ from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
-    declare_robot, keep_float_types, payload_model)
+    declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 
@@ -63,6 +63,7 @@ class PlantSimulator(Node):
         self.model = None        # until the robot model exists (robot_description topic)
         self.stopped = False
         keep_float_types(self)               # integers set live on floats stay floats
+        name_unknown_parameters(self)        # `ros2 param set` of a misspelt name
         try:
             declare_robot(self, self._start)   # now, or when the URDF arrives
         except Exception:
@@ -111,6 +112,7 @@ class PlantSimulator(Node):
         self._state_msg = JointState(name=list(self.joints))
         self.stop_effort = np.zeros(n)       # the stops' efforts at the last state [N m | N]
         self.stop_peak = np.zeros(n)         # their largest |value| since the last report
+        self._stops_met = set()              # (joint index, 'min' | 'max') logged once
         self.velocity_peak = np.zeros(n)     # largest |q̇| beyond velocity_max since then
         self.braked = self.brakes            # brakes hold the joints (until a command)
         self._wall_start = None              # free-running: steady time tick 0 was due [s]
@@ -478,6 +480,8 @@ class PlantSimulator(Node):
                 if stop.any():
                     peak = np.maximum(peak, np.abs(stop))
             self.stop_effort, self.stop_peak = stop, peak
+            if peak.any():
+                self._log_first_contacts(q)
         # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
         if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
             bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
@@ -494,6 +498,24 @@ class PlantSimulator(Node):
         self._steps += self.steps_per_tick * ticks
         self._check_velocity(qd)
         self._publish(clock_ns)
+
+    def _log_first_contacts(self, q):
+        """One line per joint and stop at the first contact with it (the stop's effort
+        acted in this tick or since the last report); /diagnostics reports every one."""
+        for i in np.flatnonzero(self.stop_peak):
+            lower, upper = self.model.position_min[i], self.model.position_max[i]
+            side = ('max' if not math.isfinite(lower) or (
+                math.isfinite(upper) and q[i] > 0.5 * (lower + upper)) else 'min')
+            if (i, side) in self._stops_met:
+                continue
+            self._stops_met.add((i, side))
+            unit = 'm' if self.model.joint_types[i] == 'prismatic' else 'rad'
+            self.get_logger().warning(
+                f'joint {self.joints[i]} hit its {"upper" if side == "max" else "lower"} '
+                f'mechanical stop (robot.position_{side}[{i}] = '
+                f'{getattr(self.model, "position_" + side)[i]:g} {unit}) at '
+                f'{self._plant_time():.3f} s: the stop holds it there (said once per stop; '
+                '/diagnostics reports each contact)')
 
     def _brakes_hold(self, now):
         """With brakes: True (engaged) before the first command and while the last one is

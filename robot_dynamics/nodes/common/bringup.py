@@ -117,3 +117,28 @@ def realtime_parameters(priority='', cpu_affinity='', lock_memory=''):
             raise ValueError(f'realtime_lock_memory: expected true or false, got '
                              f'{lock_memory!r}') from None
     return parameters
+
+
+def node_parameters(files, name, namespace='', default_name=None, overrides=None):
+    """The `parameters` of a launch file's node `name` in `namespace`: one file of the
+    parameter `files` layered for it (`layering.write_layered_file`: later files win
+    whatever section each value is under; sections for `default_name` apply to a renamed
+    node) with `overrides` (the launch arguments' values) last. A file rcl would refuse
+    is passed on as it is (with the overrides after it), so that the node names the
+    problem in its one line; a missing file raises ParamsFileError (launch_ros would
+    skip it with a warning and start the node without it)."""
+    from robot_dynamics.nodes.common.layering import node_fqn, write_layered_file
+    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    for path in files:
+        if not os.path.isfile(path):
+            check_params_file(path)          # raises: no such file, or a directory
+    fqn = node_fqn(name, namespace)
+    default = node_fqn(default_name or name, namespace)
+    try:
+        merged = write_layered_file(
+            files, fqn, aliases=[default] if default != fqn else [], overrides=overrides,
+            header=f'parameters of {fqn} from {"; ".join(files)} (later files win) and the '
+            'launch arguments')
+    except ParamsFileError:
+        return list(files) + ([dict(overrides)] if overrides else [])
+    return [merged] if merged else []

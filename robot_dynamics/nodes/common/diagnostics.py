@@ -102,6 +102,11 @@ def measured(method):
     return timed
 
 
+# `ros2 topic echo` cuts longer strings with "..." (its --truncate-length, 128): a status
+# message stays within it, details go into the key/values.
+MESSAGE_LENGTH = 128
+
+
 class Report:
     """One DiagnosticStatus being built: the worst level, the reasons, the key values."""
 
@@ -118,7 +123,24 @@ class Report:
         self.values.append((key, value))
 
     def message(self, fine):
-        return '; '.join(self.reasons) if self.reasons else fine
+        """The reasons, or `fine`; at most MESSAGE_LENGTH characters: the reasons that do
+        not fit are named by a count, each one in full in a value of its own
+        ('problem 1', ...)."""
+        if not self.reasons:
+            return fine
+        text = '; '.join(self.reasons)
+        if len(text) <= MESSAGE_LENGTH:
+            return text
+        self.values[:0] = [(f'problem {k}', reason)
+                           for k, reason in enumerate(self.reasons, start=1)]
+        total = len(self.reasons)
+        for count in range(total - 1, 0, -1):
+            where = (f'"problem {total}"' if count + 1 == total
+                     else f'"problem {count + 1}" to "problem {total}"')
+            text = '; '.join(self.reasons[:count]) + f'; +{total - count} more: {where}'
+            if len(text) <= MESSAGE_LENGTH:
+                return text
+        return f'{total} problems: values "problem 1" to "problem {total}"'
 
 
 def check_loop(report, window, period, thresholds, what='cycles'):
@@ -393,11 +415,14 @@ class PlantDiagnostics(Diagnostics):
         node.stop_peak = np.zeros(node.model.n)
         report.add('stop effort max', ', '.join(
             f'{node.joints[i]} {peak[i]:.4g}' for i in np.flatnonzero(peak)) or 'none')
+        # the message names the joints and stops; how far and the efforts are in the values
         if at_stop:
-            report.flag(WARN, f'at a mechanical stop: {text}')
+            report.flag(WARN, 'at a mechanical stop: ' + ', '.join(
+                f'{node.joints[i]} ({"upper" if beyond[i] > 0.0 else "lower"})'
+                for i in at_stop))
         elif peak.any():
             report.flag(WARN, 'hit a mechanical stop: ' + ', '.join(
-                f'{node.joints[i]} (effort up to {peak[i]:.4g})' for i in np.flatnonzero(peak)))
+                node.joints[i] for i in np.flatnonzero(peak)))
 
     @staticmethod
     def _velocity(report, node):

@@ -235,8 +235,7 @@ def _flat(mapping, prefix):
 
 def section_applies(key, fully_qualified_name):
     """Whether a parameter file section `key` ('/**', '/**/name', '/ns/name', ...) applies
-    to the node `fully_qualified_name`, as rcl matches them ('**' any namespaces, '*' one
-    name)."""
-    import re
-    pattern = re.escape(key).replace(r'/\*\*', '(/[^/]+)*').replace(r'\*', '[^/]*')
-    return re.fullmatch(pattern, fully_qualified_name) is not None or key == '/**'
+    to the node `fully_qualified_name`, as rclpy matches them ('**' any namespaces, '*' one
+    name): `layering.section_matches`."""
+    from robot_dynamics.nodes.common.layering import section_matches
+    return section_matches(key, fully_qualified_name)

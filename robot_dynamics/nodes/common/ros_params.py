@@ -6,7 +6,8 @@ import math
 import warnings
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
+                               ParameterNotDeclaredException)
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -15,7 +16,8 @@ from robot_dynamics.model import RobotModel
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types', 'robot_model',
            'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool',
-           'as_choice', 'as_string', 'payload_model', 'seconds']
+           'as_choice', 'as_string', 'payload_model', 'seconds', 'closest_name',
+           'name_unknown_parameters']
 
 # The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
 ROBOT_PARAMETERS = (
@@ -79,9 +81,24 @@ class ConfigurationError(ValueError):
 
 def declare(node, name, default, description, read_only=False, minimum=None, maximum=None):
     """Declare one parameter with a descriptor and return its value. Typing is dynamic so
-    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type."""
+    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type.
+
+    A node whose `declaring_only` attribute is true (a managed controller declaring its
+    parameters at construction, to be checked at configure) gets the default back instead
+    of the value, so that nothing is checked yet; a value rclpy refuses to declare (out of
+    its range) is then left undeclared, for configure to name."""
     if node.has_parameter(name):    # a managed node configured again: the current value
         return node.get_parameter(name).value
+    if getattr(node, 'declaring_only', False):
+        try:
+            _declare(node, name, default, description, read_only, minimum, maximum)
+        except ConfigurationError:
+            pass
+        return default
+    return _declare(node, name, default, description, read_only, minimum, maximum)
+
+
+def _declare(node, name, default, description, read_only, minimum, maximum):
     descriptor = ParameterDescriptor(description=description, read_only=read_only,
                                      dynamic_typing=True)
     if minimum is not None or maximum is not None:
@@ -132,12 +149,60 @@ def keep_float_types(node):
     add(convert)
 
 
-def declare_robot(node, start):
+def closest_name(name, names):
+    """The name in `names` most like `name` (difflib), or None when none is close."""
+    import difflib
+    match = difflib.get_close_matches(name, sorted(set(names)), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_name_text(node, name):
+    """'<node> has no parameter <name> (closest: <name>)' for a name `node` lacks."""
+    closest = closest_name(name, node._parameters)
+    return (f'{node.get_fully_qualified_name()} has no parameter {name}'
+            + (f' (closest: {closest})' if closest else '')
+            + f'; `ros2 param list {node.get_fully_qualified_name()}` lists them')
+
+
+def name_unknown_parameters(node):
+    """`ros2 param set` of a name the node does not have is refused naming it, with the
+    closest name the node has, in the result's reason and in one warning (rclpy alone
+    answers "Invalid access to undeclared parameter(s): []", its list built from a
+    generator it has already used up). A no-op on an rclpy without the check it wraps."""
+    original = getattr(node, '_check_undeclared_parameters', None)
+    if original is None or getattr(node, '_allow_undeclared_parameters', False):
+        return
+
+    def check(parameters):
+        unknown = [p.name for p in parameters if isinstance(p, Parameter)
+                   and not node.has_parameter(p.name)]
+        if unknown:
+            text = '; '.join(unknown_name_text(node, name) for name in unknown)
+            node.get_logger().warning(f'parameter set refused: {text}')
+            raise UnknownParameterError(unknown, text)
+        return original(parameters)
+    node._check_undeclared_parameters = check
+
+
+class UnknownParameterError(ParameterNotDeclaredException):
+    """ParameterNotDeclaredException whose text names the parameters and the closest
+    names (rclpy's parameter service answers with this text)."""
+
+    def __init__(self, names, text):
+        super().__init__(names)
+        self.args = (text,)
+
+    def __str__(self):
+        return self.args[0]
+
+
+def declare_robot(node, start, listen=True):
     """Declare `robot.*`, `robot_description` and `joints`, build the model and call
     ``start(model, joints)``: at once, or, with ``robot.source: urdf`` and no URDF among the
     parameters, once a valid URDF arrives on the `robot_description` topic (transient local,
     as robot_state_publisher serves it), from the executor; until then the node only
-    listens. Raises ConfigurationError for a bad parameter; returns True if started."""
+    listens (`listen` false: returns False without listening). Raises ConfigurationError
+    for a bad parameter; returns True if started."""
     block = _declare_robot_block(node)
     description = declare(node, 'robot_description', None, 'URDF text (XML), e.g. what '
                           'robot_state_publisher takes; the model when robot.source is urdf '
@@ -158,6 +223,8 @@ def declare_robot(node, start):
                                      'both give the URDF; give one')
         block['urdf'] = description
     elif not (block.get('urdf') or block.get('urdf_file')):
+        if not listen:              # the caller starts listening later
+            return False
         node._robot_description_listener = RobotDescriptionListener(node, joints, start)
         return False
     start(*robot_model(node, block, joints))

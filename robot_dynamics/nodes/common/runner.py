@@ -18,6 +18,7 @@ hangs, ends the process at once (exit status 128 + signal number)."""
 import atexit
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -25,13 +26,16 @@ import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.signals import SignalHandlerOptions
 
 from robot_dynamics.nodes.common import realtime
-from robot_dynamics.nodes.common.params_file import (check_params_files, command_line_parameters,
-                                              node_name_of, node_sections, params_files,
-                                              ParamsFileError, section_applies)
-from robot_dynamics.nodes.common.ros_params import ConfigurationError
+from robot_dynamics.nodes.common.layering import layered_arguments
+from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
+                                              command_line_parameters, node_name_of,
+                                              node_sections, params_files, ParamsFileError,
+                                              section_applies)
+from robot_dynamics.nodes.common.ros_params import closest_name, ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_GRACE_PERIOD = 2.0   # s: further signals within this of the first are the same stop
@@ -159,12 +163,13 @@ def logger_name(node_name, args):
 def sections_hint(node_name, args):
     """For a node that got no robot parameters: the parameter files' sections that name
     other nodes ('' if none), e.g. a `ros2 param dump` keyed by the name before a
-    remap."""
+    remap (the sections for `node_name` apply after a rename: `layered_arguments`)."""
     namespace, name = node_name_of(node_name, args)
-    fqn = f'{namespace}/{name}'
+    fqn, usual = f'{namespace}/{name}', f'{namespace}/{node_name}'
     others = []
     for path in params_files(args):
-        keys = [key for key in node_sections(path) if not section_applies(key, fqn)]
+        keys = [key for key in node_sections(path)
+                if not (section_applies(key, fqn) or section_applies(key, usual))]
         if keys:
             others.append(f'{path} has only {", ".join(repr(k + ":") for k in keys)}'
                           if len(keys) == len(node_sections(path)) else
@@ -191,14 +196,66 @@ def unknown_parameters(node, args):
     return unknown
 
 
+def _package_names():
+    """Every parameter name a node of the package declares (`<joint>`: any joint name)."""
+    from robot_dynamics.nodes.common.parameter_catalogue import NAMES
+    return sorted({name for names in NAMES.values() for name in names})
+
+
+def declared_by_the_package(name):
+    """True when some node of the package (controller, plant, sim's demo move) declares
+    a parameter `name`."""
+    for known in _package_names():
+        if known == name or ('<joint>' in known and re.fullmatch(
+                re.escape(known).replace(re.escape('<joint>'), r'[^.]+'), name)):
+            return True
+    return False
+
+
+def unknown_shared_parameters(node, args):
+    """[(file, name)] of the keys in the parameter files' "/**" sections (read by every
+    node) that neither `node` nor any other node of the package declares: misspelt, or
+    for no node at all. robot.* keys are left to the model, which names unknown ones."""
+    unknown = []
+    for path in params_files(args):
+        for name in node_sections(path).get('/**', ()):
+            if (name.startswith('robot.') or node.has_parameter(name)
+                    or declared_by_the_package(name) or (path, name) in unknown):
+                continue
+            unknown.append((path, name))
+    return unknown
+
+
+_WARNED_SHARED = set()      # (file, name) already warned by a node of this process
+
+
+def _closest(node, name):
+    closest = closest_name(name, list(node._parameters) + _package_names())
+    return f' (closest: {closest})' if closest else ''
+
+
 def warn_unknown_parameters(node, args):
-    """One warning naming each parameter given to `node` that it does not have."""
+    """One warning naming each parameter given to `node` that it does not have, and one
+    for each file's "/**" keys that no node of the package has, with the closest names."""
     unknown = unknown_parameters(node, args)
     if unknown:
         node.get_logger().warning(
             f'unknown parameter{"s" if len(unknown) > 1 else ""} {", ".join(unknown)}: '
-            f'{node.get_fully_qualified_name()} has no such parameter, ignored (`ros2 param '
-            f'list {node.get_fully_qualified_name()}` lists its parameters)')
+            f'{node.get_fully_qualified_name()} has no such parameter, ignored'
+            + ''.join(f'; {name}{_closest(node, name)}' for name in unknown
+                      if _closest(node, name))
+            + f' (`ros2 param list {node.get_fully_qualified_name()}` lists its parameters)')
+    shared = [item for item in unknown_shared_parameters(node, args)
+              if item not in _WARNED_SHARED]
+    for path in dict.fromkeys(path for path, _ in shared):
+        names = [name for where, name in shared if where == path]
+        _WARNED_SHARED.update((path, name) for name in names)
+        node.get_logger().warning(
+            f'params file {path}: "/**" key{"s" if len(names) > 1 else ""} '
+            + ', '.join(f'{name}{_closest(node, name)}' for name in names)
+            + ': no node of robot_dynamics declares '
+            + ('these' if len(names) > 1 else 'it') + ', ignored (doc/parameters.md lists '
+            'every parameter)')
     return unknown
 
 
@@ -251,15 +308,65 @@ def _parameters_declared(node):
         warn_unknown_parameters(node, argv)
 
 
+def _kind(value):
+    for kind, name in ((bool, 'boolean'), (int, 'integer'), (float, 'float'), (str, 'string')):
+        if isinstance(value, kind):         # bool before int
+            return name
+    return type(value).__name__
+
+
+def check_command_line_parameters(args):
+    """Raise ParamsFileError, in one line naming the parameter and the fix, for a ``-p``
+    (``--param``) list rcl refuses: items of more than one type, e.g.
+    ``-p "gains.kp:=[150, 150.5]"`` (rcl: "Sequence should be of same type"; rclpy.init
+    raises it as a 20-line traceback)."""
+    import yaml
+    from robot_dynamics.model import ParameterFileLoader     # YAML 1.2 floats, as rcl
+    for item in _ros_items(args, ('-p', '--param')):
+        name, assigned, text = item.partition(':=')
+        if not assigned:
+            continue
+        try:
+            value = yaml.load(text, Loader=ParameterFileLoader)
+        except yaml.YAMLError:
+            continue                        # rcl says what is wrong with it
+        if not isinstance(value, list):
+            continue
+        kinds = [_kind(v) for v in value]
+        if set(kinds) == {'integer', 'float'}:
+            i = kinds.index('integer')
+            raise ParamsFileError(
+                f'-p {name}: {value[i]} (item {i}) is an integer in a list of floats, which rcl '
+                f'refuses (one type per list): write all values as floats, e.g. {value[i]}.0')
+        if len(set(kinds)) > 1:
+            i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
+            raise ParamsFileError(
+                f'-p {name}: {value[i]!r} (item {i}) is a {kinds[i]} in a list of '
+                f'{kinds[0]}s, which rcl refuses (one type per list): give every item the '
+                'same type')
+
+
+def _init_error(error):
+    """rcl's refusal of the command line (out of rclpy.init) as one ParamsFileError line:
+    rcl's own message without the C source locations."""
+    text = str(error).replace('failed to initialize rcl: ', '')
+    return ParamsFileError('command line: ' + text.split(', at /')[0])
+
+
 @contextlib.contextmanager
 def ros_session(args=None):
     """rclpy initialised with `args` but without its signal handler; yields the
     StopRequest that stands in for it; shuts rclpy down at the end. Raises
-    ParamsFileError, before rcl reads them, for a parameter file rcl would refuse."""
+    ParamsFileError, before rcl reads them, for a parameter file or a ``-p`` list rcl would
+    refuse (and, after it, for anything else on the command line rcl refused)."""
     check_params_files(sys.argv if args is None else args)
+    check_command_line_parameters(sys.argv if args is None else args)
     stop = StopRequest()
     try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except rclpy_implementation.RCLError as error:
+            raise _init_error(error) from None
         yield stop
     finally:
         rclpy.try_shutdown()
@@ -270,15 +377,31 @@ def run(node_class, node_name, args=None, spin_node=spin):
     """`spin_node(node, executor, running)` drives the node while `running()` (a node
     with its own loop passes one). Errors before the node exists are logged under the
     name the node gets (remap rules included); parameters given to it that it does not
-    have are named in one warning once its parameters are declared."""
+    have are named in one warning once its parameters are declared. Its parameter files
+    reach rcl layered (`layering.layered_arguments`): later files win whatever section
+    each value is under, sections for `node_name` still apply after a ``__node:=``
+    rename, and ``-p`` wins over every file."""
     argv = sys.argv if args is None else list(args)
     name = logger_name(node_name, argv)
+    merged = None
     try:
-        with ros_session(args) as stop:
+        check_params_files(argv)
+        rcl_args, merged = layered_arguments(argv, node_name)
+        with ros_session(rcl_args) as stop:
+            merged = _removed(merged)            # rcl has read it (rclpy.init)
             return _run_node(node_class, node_name, spin_node, stop, argv)
     except ParamsFileError as error:
         rclpy.logging.get_logger(name).error(str(error))
         return 1
+    finally:
+        _removed(merged)
+
+
+def _removed(path):
+    """Remove the file at `path` (if any); None."""
+    if path:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def _run_node(node_class, node_name, spin_node, stop, argv=()):
@@ -294,7 +417,10 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
     wake = node.create_guard_condition(lambda: None)    # the executor wakes up on a stop
     stop.on_stop(wake.trigger)
     node._command_line = argv           # for the unknown-parameter warning, once declared
-    if getattr(node, 'model', True) is not None:
+    declared = getattr(node, 'parameters_declared', None)   # a managed node says so
+    if declared is None:
+        declared = getattr(node, 'model', True) is not None
+    if declared:
         warn_unknown_parameters(node, argv)
         node._command_line = None
     try:

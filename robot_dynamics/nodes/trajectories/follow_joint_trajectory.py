@@ -94,6 +94,7 @@ class _ActiveGoal:
         self.feedback = feedback              # built once, refilled
         self.last_feedback = -np.inf
         self.canceling = False
+        self.stopping = None                  # how a cancel stops the arm (its result says)
 
 
 def _trajectory_field(error):
@@ -239,7 +240,7 @@ class FollowJointTrajectoryInterface:
             if goal is None or goal.handle is not handle or goal.canceling:
                 return CancelResponse.REJECT
             goal.canceling = True
-            self._hold('cancel requested', from_reference=True)
+            goal.stopping = self._hold('cancel requested', from_reference=True)
         return CancelResponse.ACCEPT
 
     def preempt(self, text, code=INVALID_GOAL):
@@ -252,7 +253,8 @@ class FollowJointTrajectoryInterface:
     def _hold(self, why, from_reference=False):
         """Stop: hold the measured position at once, or with decelerate_on_cancel
         decelerate to rest from the reference (a cancel: no step in q_d, q̇_d) or from the
-        measured state (a violation: the reference is off, as JTC)."""
+        measured state (a violation: the reference is off, as JTC). Returns what it does,
+        for the goal's result."""
         node = self.node
         sampler = node.sampler
         if sampler.max_deceleration_on_cancel is None:
@@ -265,6 +267,7 @@ class FollowJointTrajectoryInterface:
             sampler.stop(node._last_t, node._q.copy(), node._qd.copy())
             how = 'decelerating to rest from the measured state'
         node.get_logger().warning(f'follow_joint_trajectory: {why}; {how}')
+        return how
 
     # ------------------------------------------------------------------ each control cycle
 
@@ -278,7 +281,7 @@ class FollowJointTrajectoryInterface:
                 return
             if goal.canceling:
                 if goal.handle.is_cancel_requested:
-                    self._end(goal.handle, SUCCESSFUL, 'canceled; holding the position',
+                    self._end(goal.handle, SUCCESSFUL, f'canceled; {goal.stopping}',
                               canceled=True)
                     self._goal = None
                 return
@@ -289,12 +292,16 @@ class FollowJointTrajectoryInterface:
             outcome = goal.monitor.check(self.node.sampler.trajectory_time(t), q, qd,
                                          reference, state_time)
             if outcome is not None:
+                text = outcome.text
                 if outcome.code != SUCCESSFUL:
-                    self._hold(outcome.text)
+                    how = self._hold(text)
+                    held = '; holding the position'     # the monitor's words for a hold
+                    if text.endswith(held):             # what _hold did instead
+                        text = f'{text[:-len(held)]}; {how}'
                 else:
                     self.node.sampler.settle()      # no cmd_timeout after success
                     self.node.get_logger().info(f'follow_joint_trajectory: {outcome.text}')
-                self._end(goal.handle, outcome.code, outcome.text)
+                self._end(goal.handle, outcome.code, text)
                 self._goal = None
                 return
         if t - goal.last_feedback >= self._feedback_period or t < goal.last_feedback:

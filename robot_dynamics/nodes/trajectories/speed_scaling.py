@@ -6,7 +6,9 @@ mapping itself is robot_dynamics/speed_scaling.py; doc/trajectories.md, "Speed s
 
 import functools
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.qos import (DurabilityPolicy, qos_policy_name_from_kind, QoSProfile,
+                       ReliabilityPolicy)
 
 from robot_dynamics.nodes.common.diagnostics import WARN
 from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
@@ -67,7 +69,27 @@ def attach(node):
                                f'{node.sampler.scaled_time.requested:g}')
         return None
     return node.create_subscription(SpeedScalingFactor, f'~/{TOPIC}',
-                                    lambda msg: on_factor(node, msg.factor), QOS)
+                                    lambda msg: on_factor(node, msg.factor), QOS,
+                                    event_callbacks=SubscriptionEventCallbacks(
+                                        incompatible_qos=incompatible_publisher(node)))
+
+
+def incompatible_publisher(node):
+    """The incompatible-QoS event callback of ~/speed_scaling_input: a warning saying how
+    to publish the factor (e.g. `ros2 topic pub` without `--qos-durability transient_local`,
+    whose messages would never arrive), once per such publisher discovered."""
+    def warn(event):
+        try:
+            policy = qos_policy_name_from_kind(event.last_policy_kind)
+        except ValueError:
+            policy = f'policy {event.last_policy_kind}'
+        topic = f'{node.get_fully_qualified_name().rstrip("/")}/{TOPIC}'
+        node.get_logger().warning(
+            f'{topic}: a publisher with incompatible QoS ({policy}) is ignored, none of its '
+            'factors arrive: publish reliable and transient local (JTC\'s QoS), e.g. '
+            '`ros2 topic pub --once --qos-durability transient_local --qos-reliability '
+            f'reliable {topic} control_msgs/msg/SpeedScalingFactor "{{factor: 0.5}}"`')
+    return warn
 
 
 def on_factor(node, value):
