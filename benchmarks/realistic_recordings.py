@@ -192,23 +192,80 @@ def coloured_noise(rng, shape, sigma, cutoff, rate):
     return coloured * sigma
 
 
-def record(plant, motion, duration, effects=Effects(), seed=0, start=100.0):
+def _closed_loop(plant, motion, t, measure, bandwidth, substeps):
+    """The arm integrated by its forward dynamics (RK4, `substeps` steps per sample; its own
+    friction), tracking `motion` as an industrial controller does: the robot file's
+    inverse dynamics along the reference as feedforward plus a PD per joint from the
+    measured states (`measure(k, q, qd)`), tuned to `bandwidth` Hz (damping 0.7) for the
+    joint's mean inertia along the motion; the effort held over each sample period.
+    Returns q, qd, qdd (the acceleration just after each sample) and the held efforts."""
+    n = plant.prior.n
+    rigid, friction = plant.rigid, plant.friction
+    q_d, qd_d, qdd_d = motion.sample(t)
+    feedforward = dynamics.inverse_dynamics(plant.prior, q_d, qd_d, qdd_d)
+    inertia = np.mean(np.diagonal(dynamics.mass_matrix(rigid, q_d[::max(1, t.size // 50)]),
+                                  axis1=1, axis2=2), axis=0)
+    omega = 2.0 * math.pi * bandwidth
+    kp, kd = omega ** 2 * inertia, 2.0 * 0.7 * omega * inertia
+    q, qd = q_d[0].copy(), qd_d[0].copy()
+    out = [np.empty((t.size, n)) for _ in range(4)]
+
+    def acceleration(q_, qd_, tau_):
+        return dynamics.forward_dynamics(rigid, q_, qd_, tau_ - friction(qd_))
+    for k in range(t.size):
+        q_m, qd_m = measure(k, q, qd)
+        tau = feedforward[k] + kp * (q_d[k] - q_m) + kd * (qd_d[k] - qd_m)
+        a1 = acceleration(q, qd, tau)
+        out[0][k], out[1][k], out[2][k], out[3][k] = q, qd, a1, tau
+        if k + 1 == t.size:
+            break
+        h = (t[k + 1] - t[k]) / substeps
+        for s in range(substeps):
+            a1 = a1 if s == 0 else acceleration(q, qd, tau)
+            v2 = qd + 0.5 * h * a1
+            a2 = acceleration(q + 0.5 * h * qd, v2, tau)
+            v3 = qd + 0.5 * h * a2
+            a3 = acceleration(q + 0.5 * h * v2, v3, tau)
+            v4 = qd + h * a3
+            a4 = acceleration(q + h * v3, v4, tau)
+            q = q + h / 6.0 * (qd + 2.0 * v2 + 2.0 * v3 + v4)
+            qd = qd + h / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            raise FloatingPointError(f'the simulated arm diverged at t = {t[k + 1]:.4g} s')
+    return out
+
+
+def record(plant, motion, duration, effects=Effects(), seed=0, start=100.0,
+           closed_loop=False, bandwidth=10.0, substeps=1):
     """A `Recording` of `plant` following `motion` (an `Excitation`) for `duration` s
-    with `effects`."""
+    with `effects`. Default: the arm follows the motion exactly (stiff position control)
+    and the efforts are its inverse dynamics plus its friction. `closed_loop`: the arm is
+    integrated by its forward dynamics instead (`substeps` RK4 steps per sample), driven
+    by the robot file's inverse dynamics along the motion plus a PD of `bandwidth` Hz per
+    joint from the recorded (quantised, noisy) states, the effort held over each sample
+    period; the recorded effort of a sample is the one applied from it on."""
     rng = np.random.default_rng(seed)
     rate = float(effects.rate)
     count = int(round(duration * rate)) + 1
     t_true = np.arange(count) / rate
-    q, qd, qdd = motion.sample(t_true)
-    tau = plant.applied_effort(q, qd, qdd)
     n = plant.prior.n
-    q_rec = q.copy()
-    if effects.counts:
-        resolution = 2.0 * math.pi / effects.counts
-        revolute = ~np.asarray(plant.prior.chain.prismatic, dtype=bool)
-        q_rec[:, revolute] = np.round(q[:, revolute] / resolution) * resolution
-    qd_rec = qd + coloured_noise(rng, qd.shape, effects.velocity_noise,
-                                 effects.noise_cutoff, rate)
+    revolute = ~np.asarray(plant.prior.chain.prismatic, dtype=bool)
+    resolution = 2.0 * math.pi / effects.counts if effects.counts else 0.0
+    velocity_noise = coloured_noise(rng, (count, n), effects.velocity_noise,
+                                    effects.noise_cutoff, rate)
+
+    def measure(k, q, qd):
+        q_m = np.array(q, dtype=float)
+        if resolution:
+            q_m[..., revolute] = np.round(q_m[..., revolute] / resolution) * resolution
+        return q_m, qd + velocity_noise[k]
+    if closed_loop:
+        q, qd, qdd, tau = _closed_loop(plant, motion, t_true, measure, bandwidth,
+                                         substeps)
+    else:
+        q, qd, qdd = motion.sample(t_true)
+        tau = plant.applied_effort(q, qd, qdd)
+    q_rec, qd_rec = measure(slice(None), q, qd)
     rms = np.sqrt(np.mean(tau ** 2, axis=0))
     tau_rec = (tau + plant.offsets(effects)
                + coloured_noise(rng, tau.shape, effects.effort_noise * rms,
@@ -233,14 +290,15 @@ def write_bag(folder, plant, recording, storage='sqlite3', version=8):
 
 
 def recordings(name, duration=60.0, validation_duration=20.0, effects=Effects(), seed=1,
-               iterations=0):
+               iterations=0, closed_loop=False):
     """(plant, estimation recording, validation recording): two excitations (seeds
-    `seed` and `seed` + 100) of the arm of preset `name`."""
+    `seed` and `seed` + 100) of the arm of preset `name` (`record`'s `closed_loop`)."""
     plant = make_plant(name, seed=seed)
     estimation = record(plant, excitation(plant, duration, seed, iterations), duration,
-                        effects, seed=seed)
+                        effects, seed=seed, closed_loop=closed_loop)
     validation = record(plant, excitation(plant, validation_duration, seed + 100),
-                        validation_duration, effects, seed=seed + 100)
+                        validation_duration, effects, seed=seed + 100,
+                        closed_loop=closed_loop)
     return plant, estimation, validation
 
 

@@ -112,6 +112,22 @@ def test_the_bag_reads_back_as_a_robots_recording(puma_plant, tmp_path):
     np.testing.assert_allclose(read.tau, recording.tau)
 
 
+def test_the_closed_loop_arm_obeys_its_dynamics_and_tracks_the_motion(puma_plant):
+    """The arm integrated by its forward dynamics: the effort held from each sample is
+    its inverse dynamics plus its friction at that sample's state and acceleration, and
+    the feedforward + PD control keeps it near the planned motion."""
+    motion = rr.excitation(puma_plant, 4.0, seed=4)
+    recording = rr.record(puma_plant, motion, 4.0, rr.Effects(rate=500.0), seed=4,
+                          closed_loop=True)
+    np.testing.assert_allclose(
+        puma_plant.applied_effort(recording.q_true, recording.qd_true, recording.qdd_true),
+        recording.tau_true, atol=1e-9 * float(np.max(np.abs(recording.tau_true))))
+    planned = motion.sample(recording.t_true - recording.t_true[0])[0]
+    error = np.max(np.abs(recording.q_true - planned), axis=0)
+    assert np.all(error < 0.05), error
+    assert np.max(error) > 1e-4                # a real controller: not exactly on the plan
+
+
 # ---------------------------------------------------------------------- the targets
 
 
@@ -137,13 +153,14 @@ def check_targets(out):
     assert np.sum(unreachable) <= 1, relative
 
 
-@pytest.mark.parametrize('name, duration, rate', [('puma560', 20.0, 500.0),
-                                                  ('panda', 20.0, 500.0)])
-def test_the_targets_on_realistic_recordings(name, duration, rate):
+@pytest.mark.parametrize('name, duration, rate, closed_loop', [
+    ('puma560', 20.0, 500.0, False), ('panda', 20.0, 500.0, False),
+    ('panda', 20.0, 500.0, True)], ids=['puma560', 'panda', 'panda-closed-loop'])
+def test_the_targets_on_realistic_recordings(name, duration, rate, closed_loop):
     pytest.importorskip('cvxpy')
     bench = _module('identification')
     out = bench.realistic_study(name, duration=duration, rate=rate, seed=1,
-                                validation_duration=10.0)
+                                validation_duration=10.0, closed_loop=closed_loop)
     check_targets(out)
 
 
