@@ -8,6 +8,9 @@ parameter file the controller and the plant load after the robot's own (doc/iden
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] --output OUT.yaml
+    identify plan --params-file P [P ...] [--duration 30] [--rate 100] [--start Q ...]
+                  [--floor Z] [--keep-out XMIN YMIN ZMIN XMAX YMAX ZMAX] [--output PLAN.yaml]
+                  [--send ACTION [--record DIR]]
 
 `excite` reads the robot model and its limits from the running controller's parameters (as
 `excite` does), plans the trajectory optimised for identification from where the arm is
@@ -15,6 +18,11 @@ parameter file the controller and the plant load after the robot's own (doc/iden
 sends it through the controller (the FollowJointTrajectory action when the controller
 offers it, else its joint_trajectory topic) and records /joint_states at its full rate
 during the motion into the rosbag2 folder DIR (`ros2 bag info DIR` reads it).
+
+`plan` plans the same motion from the robot's parameter files alone, checks it against
+the joint limits, a floor and keep-out boxes, and writes it as a
+trajectory_msgs/JointTrajectory YAML file and/or sends it to any FollowJointTrajectory
+action server while recording /joint_states (robot_dynamics.nodes.identification.identify_plan).
 
 `estimate` builds the prior model from the parameter files (layered as ROS does: a later
 file overrides an earlier one key by key; the ``/**`` section, then the --node section),
@@ -76,7 +84,8 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         prog='identify', description='Identify the whole arm from its own motion: record '
         'an optimised excitation, estimate, write a parameter file.')
-    commands = parser.add_subparsers(dest='command', required=True, metavar='{excite,estimate}')
+    commands = parser.add_subparsers(dest='command', required=True,
+                                     metavar='{excite,estimate,plan}')
     excite = commands.add_parser(
         'excite', help='send the optimised excitation through the running controller and '
         'record /joint_states into a bag')
@@ -123,6 +132,8 @@ def parse_arguments(argv):
                           "package's plant node), held_after (held from the message on)")
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
+    from robot_dynamics.nodes.identification.identify_plan import add_arguments
+    add_arguments(commands, CONTROLLER, EXCITATION_ITERATIONS)
     args = parser.parse_args(argv)
     if args.command == 'excite':
         for name in ('duration', 'timeout'):
@@ -434,6 +445,9 @@ def main(args=None):
     if options.command == 'excite':
         from robot_dynamics.nodes.identification.identify_excite import run_excite
         return run_excite(argv, options)
+    if options.command == 'plan':
+        from robot_dynamics.nodes.identification.identify_plan import run_plan
+        return run_plan(argv, options)
     try:
         return estimate(options)
     except InputError as error:
