@@ -150,6 +150,13 @@ def run(node, options, model, joints, workspace):
         log.error(f'no FollowJointTrajectory action server {options.send} within '
                   f'{options.timeout:g} s (is the controller active? `ros2 action list -t`)')
         return NOT_ENDED
+    moved = np.abs(node.position() - plan.q[0])
+    if np.any(moved > START_TOLERANCE):
+        j = int(np.argmax(moved))
+        log.error(f'the arm moved while the motion was planned: {joints[j]} is at '
+                  f'{node.position()[j]:.6g}, the motion starts at {plan.q[0][j]:.6g}; '
+                  'nothing sent')
+        return NOT_ENDED
     node.start_recording()
     log.info(f'sending the motion to {options.send}'
              + (f', recording {node.states_topic}' if options.record else ''))
