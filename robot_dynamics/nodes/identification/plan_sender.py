@@ -143,7 +143,7 @@ def run(node, options, model, joints, workspace):
                                             out=log.info)
     except identify_plan.PlanError as error:
         log.error(str(error))
-        return identify_plan.BAD_INPUT
+        return error.status
     if not node.find_server(options.timeout):
         if not node.running():
             return STOPPED
