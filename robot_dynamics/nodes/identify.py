@@ -40,6 +40,9 @@ cvxpy is missing (the line says what to pip install); 2 bad arguments or bad inp
 JointState topic, joints missing, no efforts, a bad parameter file, rosbags missing); 3 (estimate) the data
 do not excite the parameters (nothing written; which ones is printed), (excite) the goal
 was refused; 4 (excite) the goal was aborted or canceled; 130 stopped (Ctrl-C, SIGTERM).
+`plan`: 0 done; 1 no /joint_states or action server within --timeout, the arm moved while
+the motion was planned, a library missing; 2 bad input or a limit the motion would break
+(one line naming the joint or link point, the time and the limit); 3, 4, 130 as `excite`.
 """
 
 import argparse
