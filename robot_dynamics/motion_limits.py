@@ -81,17 +81,33 @@ def _points(model, joints=None):
 def workspace_violation(model, q, workspace, clearance=0.0):
     """How far (m) the link points of positions q (K, n) come into the floor or a keep-out
     box, each grown by `clearance`: 0 when they stay clear, else the deepest intrusion
-    (continuous in q)."""
+    (continuous in q). `clearance`: one distance, or per point and obstacle as
+    `start_clearance` gives it."""
     if workspace.empty:
         return 0.0
-    x = _origins_and_ends(model, q)
-    worst = 0.0
-    if workspace.floor is not None:
-        worst = max(worst, float(np.max(workspace.floor + clearance - x[..., 2])))
+    clearance = np.broadcast_to(clearance, (1 + len(workspace.boxes), 2 * model.n))
+    depth = _depths(_origins_and_ends(model, q), workspace) + clearance   # (K, 1 + B, 2n)
+    return max(0.0, float(np.max(depth)))
+
+
+def start_clearance(model, start, workspace, clearance):
+    """Per obstacle (the floor, then each box) and point (1 + B, 2n): `clearance`, or less
+    where a point is closer than that at `start` (e.g. a base on the floor), so that the
+    start keeps clear of the grown obstacles."""
+    depth = _depths(_origins_and_ends(model, np.asarray(start, dtype=float)[None, :]),
+                    workspace)[0]
+    return np.clip(-depth, 0.0, clearance)
+
+
+def _depths(x, workspace):
+    """(K, 1 + B, P): how deep each point of x (K, P, 3) is below the floor (row 0; -inf
+    without a floor) and in each box (its smallest inward distance to a face); negative:
+    outside, by that much (for the floor: its height above it)."""
+    rows = [workspace.floor - x[..., 2] if workspace.floor is not None
+            else np.full(x.shape[:2], -np.inf)]
     for low, high in workspace.boxes:
-        inside = np.minimum(x - (np.asarray(low) - clearance), (np.asarray(high) + clearance) - x)
-        worst = max(worst, float(np.max(np.min(inside, axis=-1))))
-    return worst
+        rows.append(np.min(np.minimum(x - np.asarray(low), np.asarray(high) - x), axis=-1))
+    return np.stack(rows, axis=1)
 
 
 def acceleration_limits(model):

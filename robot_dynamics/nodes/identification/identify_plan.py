@@ -28,7 +28,8 @@ from typing import NamedTuple
 import numpy as np
 import yaml
 
-from robot_dynamics.motion_limits import first_violation, Workspace, workspace_violation
+from robot_dynamics.motion_limits import (first_violation, link_point_names, start_clearance,
+                                          Workspace, workspace_violation)
 
 BAD_INPUT = 2
 CLEARANCE = 0.05           # m the optimiser keeps from the floor and the keep-out boxes
@@ -201,14 +202,16 @@ def make_plan(model, joints, start, workspace, options):
     if violation is not None:
         raise PlanError(f'the start {_rounded(start)}: {violation.text}; choose another '
                         '--start')
-    notes, clearance = [], options.clearance
-    if not workspace.empty and workspace_violation(model, start[None, :], workspace,
-                                                   clearance) > 0.0:
-        notes.append(f'the start is within --clearance {clearance:g} m of the floor or a '
-                     'keep-out box: planned with no clearance')
-        clearance = 0.0
-    constraint = None if workspace.empty else (
-        lambda q: workspace_violation(model, q, workspace, clearance))
+    notes, constraint = [], None
+    if not workspace.empty:
+        clearance = start_clearance(model, start, workspace, options.clearance)
+        named = set(link_point_names(model, joints))
+        closer = sorted({name for row in clearance for name, c in zip(
+            _all_point_names(model, joints), row) if c < options.clearance and name in named})
+        if closer:
+            notes.append(f'closer than --clearance {options.clearance:g} m to the floor or a '
+                         f'box at the start, kept at least that close: {", ".join(closer)}')
+        constraint = lambda q: workspace_violation(model, q, workspace, clearance)  # noqa: E731
     from robot_dynamics.arm_identification import optimal_excitation
     began = time.monotonic()
     try:
@@ -228,6 +231,13 @@ def make_plan(model, joints, start, workspace, options):
     if violation is not None:
         raise PlanError(f'the planned motion: {violation.text}')
     return Plan(tuple(joints), t, q, qd, qdd, excitation, seconds, notes)
+
+
+def _all_point_names(model, joints):
+    """Names of the 2n points workspace_violation measures (origins, then link ends; the
+    last is the tool frame)."""
+    return ([f'link {i + 1} ({j}) origin' for i, j in enumerate(joints)]
+            + [f'link {i + 1} ({j}) end' for i, j in enumerate(joints[:-1])] + ['tool frame'])
 
 
 def _rounded(values):
