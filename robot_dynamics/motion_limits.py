@@ -91,12 +91,13 @@ def workspace_violation(model, q, workspace, clearance=0.0):
 
 
 def start_clearance(model, start, workspace, clearance):
-    """Per obstacle (the floor, then each box) and point (1 + B, 2n): `clearance`, or less
-    where a point is closer than that at `start` (e.g. a base on the floor), so that the
-    start keeps clear of the grown obstacles."""
+    """Per obstacle (the floor, then each box) and point (1 + B, 2n): `clearance`, or half
+    the distance a point has at `start` where that is less than twice the clearance (e.g. a
+    base on the floor: 0), so that the start is clear of the grown obstacles with room to
+    move."""
     depth = _depths(_origins_and_ends(model, np.asarray(start, dtype=float)[None, :]),
                     workspace)[0]
-    return np.clip(-depth, 0.0, clearance)
+    return np.clip(-0.5 * depth, 0.0, clearance)
 
 
 def _depths(x, workspace):

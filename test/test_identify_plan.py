@@ -180,8 +180,9 @@ def test_the_planner_keeps_clear_of_a_floor_the_free_plan_goes_through(tmp_path)
 
 def test_a_base_on_the_floor_keeps_its_height_and_every_other_point_the_clearance(tmp_path):
     """--floor 0 under a PUMA 560 whose shoulder is at z = 0: the start is accepted; the
-    points at the floor at the start stay on or above it, every other point keeps the
-    0.05 m clearance although the free plan brings some of them lower."""
+    points within twice the clearance of the floor at the start keep half their height
+    there, every other point keeps the 0.05 m clearance although the free plan brings some
+    of them lower."""
     model = puma()
     start = [0.0, 0.0, 0.0, 0.3, 0.5, 0.0]
     args = ('--duration', '4', '--rate', '50', '--iterations', '0', '--start', *map(str, start))
@@ -192,12 +193,12 @@ def test_a_base_on_the_floor_keeps_its_height_and_every_other_point_the_clearanc
     z0 = link_points(model, np.array([start]))[0, :, 2]
     free = link_points(model, arrays(load(tmp_path / 'free.yaml'))[1])[..., 2].min(axis=0)
     low = link_points(model, arrays(load(tmp_path / 'floor.yaml'))[1])[..., 2].min(axis=0)
-    on_floor = z0 < 0.05
+    on_floor = z0 < 0.1
     assert np.any(on_floor) and np.any(free[~on_floor] < 0.05)
-    assert np.all(low[on_floor] >= -1e-9)
+    assert np.all(low[on_floor] >= 0.5 * z0[on_floor] - 1e-6)
     assert np.all(low[~on_floor] >= 0.05 - 1e-6)
     names = np.array(link_point_names(model, JOINTS))
-    assert 'kept at least that close: ' + ', '.join(sorted(names[on_floor])) in out
+    assert 'as there: ' + ', '.join(sorted(names[on_floor])) in out
 
 
 def test_the_planner_keeps_out_of_a_box_the_free_plan_enters(tmp_path):

@@ -209,8 +209,9 @@ def make_plan(model, joints, start, workspace, options):
         closer = sorted({name for row in clearance for name, c in zip(
             _all_point_names(model, joints), row) if c < options.clearance and name in named})
         if closer:
-            notes.append(f'closer than --clearance {options.clearance:g} m to the floor or a '
-                         f'box at the start, kept at least that close: {", ".join(closer)}')
+            notes.append(f'closer than twice --clearance {options.clearance:g} m to the floor '
+                         'or a box at the start, kept half as far from it as there: '
+                         f'{", ".join(closer)}')
         constraint = lambda q: workspace_violation(model, q, workspace, clearance)  # noqa: E731
     from robot_dynamics.arm_identification import optimal_excitation
     began = time.monotonic()
