@@ -24,6 +24,9 @@ import numpy as np
 from robot_dynamics import algorithms
 
 TOLERANCE = 1e-9          # rad | m (and per s, per s²): rounding, not a margin
+WORKSPACE_TOLERANCE = 1e-4   # m: a motion kept clear at 2000 samples per period (as
+#                              optimal_excitation does) comes closer between them by
+#                              ~|acceleration| (period / 4000)² / 2: 1e-5 m at 3 m/s², 10 s
 
 
 class Workspace(NamedTuple):
@@ -168,14 +171,15 @@ def _workspace_violations(model, joints, t, q, workspace):
     x = link_points(model, q)                              # (K, P, 3)
     out = []
     if workspace.floor is not None:
-        bad = x[..., 2] < workspace.floor - TOLERANCE
+        bad = x[..., 2] < workspace.floor - WORKSPACE_TOLERANCE
         for k, i in _first_per_point(bad):
             out.append(Violation(float(t[k]), names[i], (
                 f'{names[i]} at t = {t[k]:.6g} s: z = {x[k, i, 2]:.6g} m, below the floor at '
                 f'{workspace.floor:.6g} m (--floor)')))
     for low, high in workspace.boxes:
         low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-        bad = np.all((x > low + TOLERANCE) & (x < high - TOLERANCE), axis=-1)
+        bad = np.all((x > low + WORKSPACE_TOLERANCE) & (x < high - WORKSPACE_TOLERANCE),
+                     axis=-1)
         for k, i in _first_per_point(bad):
             out.append(Violation(float(t[k]), names[i], (
                 f'{names[i]} at t = {t[k]:.6g} s: at {_xyz(x[k, i])} m, inside the keep-out '

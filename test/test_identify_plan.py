@@ -292,3 +292,26 @@ def test_velocity_and_acceleration_violations_name_the_joint_and_time():
     found = first_violation(model, JOINTS, t, q, qd, qdd)
     assert found.where == 'joint_3' and math.isclose(found.time, 0.3)
     assert 'acceleration' in found.text and 'joint_3 at t = 0.3 s' in found.text
+
+
+def test_optimal_excitation_keeps_every_sample_within_its_constraint():
+    """The Python API: a constraint on the positions (here: joint 2 + joint 3 stays below
+    a bound the free motion exceeds) holds on a fine grid; one the start breaks is refused."""
+    from robot_dynamics.arm_identification import optimal_excitation
+    model = puma()
+    start = np.array(START)
+    free = optimal_excitation(model, 4.0, start, iterations=0)
+    fine = np.linspace(0.0, 4.0, 4001)
+    bound = start[1] + start[2] + 0.5 * (np.max(free.sample(fine)[0][:, 1:3].sum(axis=1))
+                                         - start[1] - start[2])
+
+    def constraint(q):
+        return max(0.0, float(np.max(q[:, 1] + q[:, 2])) - bound)
+
+    kept = optimal_excitation(model, 4.0, start, iterations=0, constraint=constraint)
+    q = kept.sample(fine)[0]
+    assert constraint(free.sample(fine)[0]) > 0.0
+    assert np.max(q[:, 1] + q[:, 2]) <= bound + 1e-6     # kept at 2000 samples a period
+    assert np.all(np.ptp(q, axis=0) > 0.01)
+    with pytest.raises(ValueError, match='violates the constraint'):
+        optimal_excitation(model, 4.0, start, iterations=0, constraint=lambda q: 1.0)
