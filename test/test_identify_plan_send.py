@@ -53,6 +53,7 @@ class StandInArm(Node):
         self.velocity = dict.fromkeys(self.names, 0.0)
         self.goals = []                       # (goal, start time [s])
         self.motion = None
+        self.drift = 0.0                      # rad per state of joint_1 while no goal runs
         self.publisher = self.create_publisher(JointState, '/joint_states', 50)
         self.server = ActionServer(self, FollowJointTrajectory, ACTION, self.execute)
         self.timer = self.create_timer(PERIOD, self.tick)
@@ -80,6 +81,8 @@ class StandInArm(Node):
             if elapsed >= times[-1]:
                 self.motion = None
                 done.set_result(True)
+        else:
+            self.position['joint_1'] += self.drift
         message = JointState(name=self.names,
                              position=[self.position[n] for n in self.names],
                              velocity=[self.velocity[n] for n in self.names],
@@ -194,7 +197,7 @@ def test_a_start_away_from_the_arm_is_refused_naming_the_joint(arm, tmp_path):
     assert len(stand_in.goals) == count                         # nothing sent
 
 
-def test_no_action_server_exits_1_in_one_line(arm, tmp_path):
+def test_no_action_server_exits_1_saying_so(arm, tmp_path):
     harness, _ = arm
     process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations', '0',
                              '--timeout', '3', '--send', '/nobody/follow_joint_trajectory',
@@ -234,3 +237,20 @@ def test_this_packages_controller_runs_the_plan_and_the_bag_holds_it(tmp_path):
     # from the plant's initial position), so the motion begins there
     assert np.allclose(recording.q[0], planned[0]['positions'], atol=0.01), text
     assert not np.allclose(planned[0]['positions'], planned[len(planned) // 2]['positions'])
+
+
+def test_an_arm_that_moves_while_the_motion_is_planned_gets_nothing(arm):
+    harness, stand_in = arm
+    count = len(stand_in.goals)
+    before = stand_in.position['joint_1']
+    stand_in.drift = 0.0005                 # 0.05 rad/s
+    try:
+        process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations',
+                                 '0', '--timeout', '60', '--send', ACTION)
+        code, text = finish(harness, process, output)
+    finally:
+        stand_in.drift = 0.0
+        stand_in.position['joint_1'] = before
+    assert code == 1, text
+    assert 'the arm moved while the motion was planned: joint_1 is at' in text
+    assert len(stand_in.goals) == count
