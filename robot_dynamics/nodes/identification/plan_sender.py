@@ -13,6 +13,7 @@ leaves an offset at rest; the server's path tolerances still apply); the outcome
 result code and the error string, in one line.
 """
 
+import importlib.util
 import time
 
 import numpy as np
@@ -186,12 +187,10 @@ def send(argv, options, model, joints, workspace):
         log.error(f'--send: {goal_sender.UNAVAILABLE} (build control_msgs, or send the '
                   '--output file with `ros2 action send_goal`: doc/identification.md)')
         return NOT_ENDED
-    if options.record is not None:
-        try:
-            import rosbags  # noqa: F401  (the bag is written after the motion: say it now)
-        except ImportError:
-            log.error('--record: writing the bag needs the rosbags library: pip install rosbags')
-            return NOT_ENDED
+    if options.record is not None and importlib.util.find_spec('rosbags') is None:
+        # the bag is written after the motion: say it before
+        log.error('--record: writing the bag needs the rosbags library: pip install rosbags')
+        return NOT_ENDED
     try:
         with ros_session(argv) as stop:
             node = PlanSender(options, joints, stop.running)
