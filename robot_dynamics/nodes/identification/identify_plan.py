@@ -225,7 +225,7 @@ def make_plan(model, joints, start, workspace, options):
     seconds = time.monotonic() - began
     t, q, qd, qdd = excitation.points(1.0 / options.rate)
     # at rest at both ends exactly, not to rounding (1e-16): a joint_trajectory_controller
-    # refuses a last point whose velocity exceeds machine epsilon (unless told otherwise)
+    # refuses a last point faster than 1.2e-7 (unless allow_nonzero_velocity_at_trajectory_end)
     q[0] = q[-1] = start
     qd[0] = qd[-1] = qdd[0] = qdd[-1] = 0.0
     violation = first_violation(model, joints, t, q, qd, qdd, workspace)
