@@ -212,7 +212,7 @@ def parse_arguments(argv):
             parser.error(f'--iterations: must be >= 0, got {args.iterations}')
         if os.path.exists(args.record):
             parser.error(f'--record: {args.record} exists already; give a new folder name')
-    else:
+    elif args.command == 'estimate':
         if args.output_section is not None and not args.output_section.startswith('/'):
             parser.error(f'--output-section: a node section starts with "/" ("/**", '
                          f'"/**/my_controller"), got {args.output_section!r}')
