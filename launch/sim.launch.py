@@ -8,18 +8,23 @@ robot_state_publisher (and RViz on request) when those packages are installed.
                                              [realtime_cpu_affinity:=1]
                                              [realtime_lock_memory:=true]
 
-The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0) deg -> (45, 30, 0, 45, 60, 90) deg on the
-PUMA 560, a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent
-once the controller holds its start position. With use_sim_time:=true (default) the plant
+Any arm runs (robot_params_file:=.../panda.yaml, a URDF robot file, ...). The demo move
+is a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent once
+the controller holds its start position: on the PUMA 560 [LEE] §5's (90, 0, 90, 0, 0, 0)
+deg -> (45, 30, 0, 45, 60, 90) deg (config/sim_puma560.yaml, the preset's own demo file),
+on other arms one derived from the robot file's joint count and limits
+(robot_dynamics.nodes.common.demo_plan). With use_sim_time:=true (default) the plant
 publishes /clock and runs in lock-step with the controller; with false both run on the
 wall clock. robot_state_publisher gets the URDF of the robot file (generated from the DH
 model, joints named by its `joints`; or the file's own URDF with robot.source urdf) and
 turns /joint_states into TF; RViz shows it with config/sim.rviz. A missing package is
 skipped with an info line. sim_params_file may name several files (';'), layered after
-the robot file; the realtime_* arguments set the plant's and the controller's real-time
-options (doc/realtime.md) over the files when given.
+the robot file, the derived demo move and the robot's own demo file; the realtime_*
+arguments set the plant's and the controller's real-time options (doc/realtime.md) over
+the files when given.
 """
 
+import atexit
 import os
 
 from ament_index_python.packages import get_package_share_directory
@@ -29,7 +34,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from robot_dynamics.nodes.common import bringup
+from robot_dynamics.nodes.common import bringup, demo_plan
 
 
 def visual_nodes(context, installed=bringup.package_installed):
@@ -64,6 +69,17 @@ def robot_state_publisher(context, namespace, sim_time):
                     sim_time])
 
 
+def demo_files(robot_file):
+    """The demo move derived from the robot file (a temporary file, removed when launch
+    ends) and the robot's own demo file (config/sim_<preset>.yaml), those that exist."""
+    derived = demo_plan.write_derived_parameters(robot_file)
+    if derived:
+        atexit.register(lambda: os.path.exists(derived) and os.remove(derived))
+    own = demo_plan.robot_demo_file(
+        robot_file, os.path.join(get_package_share_directory('robot_dynamics'), 'config'))
+    return [path for path in (derived, own) if path]
+
+
 def loop_nodes(context):
     """The plant, the controller and the demo move, with the robot file, then each file
     of sim_params_file (';'-separated, later ones win), then the real-time launch
@@ -71,6 +87,7 @@ def loop_nodes(context):
     namespace = LaunchConfiguration('namespace').perform(context)
     use_sim_time = bringup.launch_flag(LaunchConfiguration('use_sim_time').perform(context))
     files = [LaunchConfiguration('robot_params_file').perform(context)] + \
+        demo_files(LaunchConfiguration('robot_params_file').perform(context)) + \
         bringup.params_file_list(LaunchConfiguration('sim_params_file').perform(context))
     realtime = bringup.realtime_parameters(
         LaunchConfiguration('realtime_priority').perform(context),
