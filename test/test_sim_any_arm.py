@@ -173,13 +173,14 @@ def test_only_a_shipped_preset_with_a_demo_file_gets_it(tmp_path):
 def test_the_puma_demo_file_holds_lees_move_and_gains():
     with open(os.path.join(CONFIG, 'sim_puma560.yaml'), encoding='utf-8') as stream:
         document = yaml.safe_load(stream)
-    demo = document['/**/demo_move']['ros__parameters']
+    demo = document['/**']['ros__parameters']
     np.testing.assert_allclose(demo['start_positions'], np.radians(LEE_START), atol=1e-15)
     np.testing.assert_allclose(demo['goal_positions'], np.radians(LEE_GOAL), atol=1e-15)
-    plant = document['/**/plant_simulator']['ros__parameters']
-    assert plant['initial_positions'] == demo['start_positions']
-    gains = document['/**/computed_torque_controller']['ros__parameters']['gains']
-    assert gains == {'kp': [100.0] * 6, 'kd': [20.0] * 6}          # [LEE] §5
+    assert demo['initial_positions'] == demo['start_positions']
+    assert demo['gains'] == {'kp': [100.0] * 6, 'kd': [20.0] * 6}      # [LEE] §5
+    for node in ('plant_simulator', 'computed_torque_controller'):    # beyond q3 = 90 deg
+        assert document[f'/**/{node}']['ros__parameters']['robot'] == {
+            'position_min': [-2 * math.pi] * 6, 'position_max': [2 * math.pi] * 6}
 
 
 def test_the_derived_file_is_a_parameter_file_rcl_reads_with_the_robot_file_after_it():
@@ -188,8 +189,7 @@ def test_the_derived_file_is_a_parameter_file_rcl_reads_with_the_robot_file_afte
     try:
         check_params_file(path)
         assert node_sections(path) == {
-            '/**/plant_simulator': ['initial_positions'],
-            '/**/demo_move': ['goal_positions', 'start_positions']}
+            '/**': ['goal_positions', 'initial_positions', 'start_positions']}
     finally:
         os.remove(path)
     assert demo_plan.write_derived_parameters(os.path.join(CONFIG, 'sim.yaml')) is None

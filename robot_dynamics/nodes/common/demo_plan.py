@@ -15,7 +15,9 @@ launch/sim.launch.py layer the files as
 
     robot file, the derived settings, the robot's demo file (if any), the sim files
 
-so that the robot's demo file and the user's files win over what is derived here.
+so that the robot's demo file and the user's files win over what is derived here (all of
+it under /**, as in the robot file: a later file's /** value wins, and so does any node
+section).
 
 Numpy, PyYAML and the model only (the launch file imports it)."""
 
@@ -83,15 +85,18 @@ def derived_parameters(robot_file):
 
 
 def write_derived_parameters(robot_file, directory=None):
-    """`derived_parameters` written as a ROS 2 parameter file (sections /**/<node>, so a
-    namespace keeps them) in `directory` (default: the temporary folder); its path, or
-    None when there is nothing to write. The caller removes the file."""
+    """`derived_parameters` written as a ROS 2 parameter file in `directory` (default: the
+    temporary folder); its path, or None when there is nothing to write. The caller
+    removes the file. The values go under /**, as the robot file's: each is read by the
+    node that has it; a later file's /** value wins over them, and so does a node section
+    (the robot file opened the /** section first, and rcl applies the sections in the
+    order they first appear)."""
     parameters = derived_parameters(robot_file)
     if not parameters:
         return None
-    document = {f'/**/{node}': {'ros__parameters': {
-        name: [float(v) for v in values] for name, values in values_of.items()}}
-        for node, values_of in parameters.items()}
+    document = {'/**': {'ros__parameters': {
+        name: [float(v) for v in values]
+        for values_of in parameters.values() for name, values in values_of.items()}}}
     descriptor, path = tempfile.mkstemp(prefix='demo_move_', suffix='.yaml', dir=directory)
     with os.fdopen(descriptor, 'w', encoding='utf-8') as stream:
         stream.write(f'# the demo move derived from {robot_file} '
