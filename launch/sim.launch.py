@@ -24,7 +24,6 @@ arguments set the plant's and the controller's real-time options (doc/realtime.m
 the files when given.
 """
 
-import atexit
 import os
 
 from ament_index_python.packages import get_package_share_directory
@@ -70,14 +69,11 @@ def robot_state_publisher(context, namespace, sim_time):
 
 
 def demo_files(robot_file):
-    """The demo move derived from the robot file (a temporary file, removed when launch
-    ends) and the robot's own demo file (config/sim_<preset>.yaml), those that exist."""
-    derived = demo_plan.write_derived_parameters(robot_file)
-    if derived:
-        atexit.register(lambda: os.path.exists(derived) and os.remove(derived))
-    own = demo_plan.robot_demo_file(
-        robot_file, os.path.join(get_package_share_directory('robot_dynamics'), 'config'))
-    return [path for path in (derived, own) if path]
+    """The demo move derived from the robot file (a file in the temporary folder, named by
+    its content) and the robot's own demo file (sim_<name>.yaml beside it), those that
+    exist."""
+    derived = demo_plan.write_derived_parameters(robot_file, shared=True)
+    return [path for path in (derived, demo_plan.robot_demo_file(robot_file)) if path]
 
 
 def loop_nodes(context):

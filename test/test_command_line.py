@@ -196,9 +196,9 @@ def test_sections_apply_as_rcl_matches_them(key, fqn, applies):
 
 
 def test_sections_are_read_with_dotted_names():
-    assert node_sections(SIM)['/**/demo_move'] == ['goal_positions', 'move_duration',
-                                                   'start_positions']
-    assert 'gains.kp' in node_sections(SIM)['/**/computed_torque_controller']
+    assert node_sections(SIM)['/**/demo_move'] == ['move_duration']
+    assert 'gains.kp' in node_sections(SIM)['/**']
+    assert 'robot.position_min' in node_sections(SIM)['/**/computed_torque_controller']
 
 
 def test_command_line_parameters_for_one_node():

@@ -160,14 +160,28 @@ def test_the_simulation_settings_hold_no_per_joint_list():
         assert list(lists(document)) == [], name
 
 
-def test_only_a_shipped_preset_with_a_demo_file_gets_it(tmp_path):
+def test_a_robot_file_with_a_demo_file_beside_it_gets_it(tmp_path):
     puma = os.path.join(CONFIG, 'puma560.yaml')
-    assert demo_plan.robot_demo_file(puma, CONFIG) == os.path.join(CONFIG, 'sim_puma560.yaml')
-    assert demo_plan.robot_demo_file(os.path.join(CONFIG, 'panda.yaml'), CONFIG) is None
+    assert demo_plan.robot_demo_file(puma) == os.path.join(CONFIG, 'sim_puma560.yaml')
+    assert demo_plan.robot_demo_file(os.path.join(CONFIG, 'panda.yaml')) is None
     copy = tmp_path / 'puma560.yaml'
     copy.write_text(open(puma, encoding='utf-8').read())
-    assert demo_plan.robot_demo_file(str(copy), CONFIG) is None       # a user's own file
-    assert demo_plan.robot_demo_file(os.path.join(CONFIG, 'sim.yaml'), CONFIG) is None
+    assert demo_plan.robot_demo_file(str(copy)) is None          # a copy alone: derived
+    (tmp_path / 'sim_puma560.yaml').write_text('/**:\n  ros__parameters:\n    a: 1.0\n')
+    assert demo_plan.robot_demo_file(str(copy)) == str(tmp_path / 'sim_puma560.yaml')
+    assert demo_plan.robot_demo_file(os.path.join(CONFIG, 'sim.yaml')) is None
+
+
+def test_the_launch_files_derived_move_is_one_file_per_arm(tmp_path):
+    """sim.launch.py's nodes read the derived file after the launch file has returned:
+    it stays, named by its content, one per arm however often it is launched."""
+    panda = os.path.join(CONFIG, 'panda.yaml')
+    first = demo_plan.write_derived_parameters(panda, tmp_path, shared=True)
+    again = demo_plan.write_derived_parameters(panda, tmp_path, shared=True)
+    other = demo_plan.write_derived_parameters(os.path.join(CONFIG, 'planar2.yaml'),
+                                               tmp_path, shared=True)
+    assert first == again != other and sorted(os.listdir(tmp_path)) == sorted(
+        os.path.basename(path) for path in (first, other))
 
 
 def test_the_puma_demo_file_holds_lees_move_and_gains():

@@ -17,9 +17,9 @@ controller's quintic segments reproduce the profile exactly).
     python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
 
 The parameter files, in rcl's order (a later file wins): the robot file, the demo move
-derived from it (a temporary file), the robot's own demo file (config/sim_<preset>.yaml,
-if the robot is a preset that has one), the node settings (config/sim.yaml or
---sim-params-file). A wrong value is named with the file it came from.
+derived from it (a temporary file), the robot's own demo file (sim_<name>.yaml beside the
+robot file <name>.yaml, if there is one: config/sim_puma560.yaml), the node settings
+(config/sim.yaml or --sim-params-file). A wrong value is named with the file it came from.
 
 `--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
 node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
@@ -110,7 +110,7 @@ def parameter_files(args):
     any), the node settings."""
     robot_file = args.params_file or config_path(f'{args.robot or "puma560"}.yaml')
     derived = demo_plan.write_derived_parameters(robot_file)
-    own_demo = demo_plan.robot_demo_file(robot_file, os.path.dirname(config_path('sim.yaml')))
+    own_demo = demo_plan.robot_demo_file(robot_file)
     sim_file = args.sim_params_file or config_path('sim.yaml')
     files = [robot_file] + [path for path in (derived, own_demo) if path] + [sim_file]
     return robot_file, files, derived

@@ -9,8 +9,9 @@ side is unlimited, moved inside a one-sided limit by the step) and moves by a st
 and down (joint 1 up, joint 2 down, ...): so start and goal lie inside every limit
 whatever the arm.
 
-A preset of the package, config/<name>.yaml, may come with config/sim_<name>.yaml, its
-own demo (config/sim_puma560.yaml: [LEE] §5's move on the PUMA 560). `sim` and
+A robot file <name>.yaml may come with sim_<name>.yaml beside it, its own demo
+(config/sim_puma560.yaml: [LEE] §5's move on the PUMA 560; a robot file of yours can have
+one too). `sim` and
 launch/sim.launch.py layer the files as
 
     robot file, the derived settings, the robot's demo file (if any), the sim files
@@ -21,6 +22,7 @@ section).
 
 Numpy, PyYAML and the model only (the launch file imports it)."""
 
+import hashlib
 import math
 import os
 import tempfile
@@ -59,13 +61,12 @@ def demo_positions(model):
     return start, goal
 
 
-def robot_demo_file(robot_file, config_dir):
-    """config_dir/sim_<name>.yaml when `robot_file` is the preset config_dir/<name>.yaml
-    and that file exists; else None."""
-    folder, name = os.path.split(os.path.realpath(robot_file))
-    if folder != os.path.realpath(config_dir) or name.startswith('sim'):
+def robot_demo_file(robot_file):
+    """sim_<name>.yaml beside the robot file <name>.yaml, if it exists; else None."""
+    folder, name = os.path.split(os.path.abspath(robot_file))
+    if name.startswith('sim'):          # node settings, not a robot file
         return None
-    path = os.path.join(config_dir, 'sim_' + name)
+    path = os.path.join(folder, 'sim_' + name)
     return path if os.path.isfile(path) else None
 
 
@@ -84,10 +85,11 @@ def derived_parameters(robot_file):
             DEMO: {'start_positions': start, 'goal_positions': goal}}
 
 
-def write_derived_parameters(robot_file, directory=None):
+def write_derived_parameters(robot_file, directory=None, shared=False):
     """`derived_parameters` written as a ROS 2 parameter file in `directory` (default: the
     temporary folder); its path, or None when there is nothing to write. The caller
-    removes the file. The values go under /**, as the robot file's: each is read by the
+    removes the file; or, `shared`, it is named by its content and left for the next
+    run with the same arm (a launch file, whose nodes read it after it returns). The values go under /**, as the robot file's: each is read by the
     node that has it; a later file's /** value wins over them, and so does a node section
     (the robot file opened the /** section first, and rcl applies the sections in the
     order they first appear)."""
@@ -97,9 +99,15 @@ def write_derived_parameters(robot_file, directory=None):
     document = {'/**': {'ros__parameters': {
         name: [float(v) for v in values]
         for values_of in parameters.values() for name, values in values_of.items()}}}
+    text = (f'# the demo move derived from {os.path.abspath(robot_file)} '
+            '(robot_dynamics.nodes.common.demo_plan)\n'
+            + yaml.safe_dump(document, default_flow_style=None, sort_keys=False))
     descriptor, path = tempfile.mkstemp(prefix='demo_move_', suffix='.yaml', dir=directory)
     with os.fdopen(descriptor, 'w', encoding='utf-8') as stream:
-        stream.write(f'# the demo move derived from {robot_file} '
-                     '(robot_dynamics.nodes.common.demo_plan)\n')
-        yaml.safe_dump(document, stream, default_flow_style=None, sort_keys=False)
+        stream.write(text)
+    if shared:                           # in place at once (os.replace), never half written
+        named = os.path.join(os.path.dirname(path), 'robot_dynamics_demo_move_'
+                             + hashlib.sha1(text.encode()).hexdigest()[:16] + '.yaml')
+        os.replace(path, named)
+        path = named
     return path
