@@ -7,11 +7,11 @@ latency and the 1 kHz loop in real time.
 
 Every node runs as the shipped executable (`python -m robot_dynamics.nodes.<node>`, its own
 process, spun by its `main()`), with the parameter files the bring-up passes
-(config/puma560.yaml, then config/sim_1khz.yaml), under a private ROS_DOMAIN_ID with
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST. With these settings the controller's `main()` runs
-its on_state loop (a wait set of its two subscriptions) and the plant's its free-running
-loop (sleep to the next tick, take the commands); the relay's `main()` is the plain rclpy
-executor.
+(config/puma560.yaml, its demo config/sim_puma560.yaml, then config/sim_1khz.yaml), under
+a private ROS_DOMAIN_ID with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST. With these settings
+the controller's `main()` runs its on_state loop (a wait set of its two subscriptions) and
+the plant's its free-running loop (sleep to the next tick, take the commands); the relay's
+`main()` is the plain rclpy executor.
 
 1. Reaction latency at 1 kHz input. A probe (this process) publishes /joint_states every
    1 ms and times the answer: the controller's effort command (control_mode on_state,
@@ -63,6 +63,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 CONFIG = os.path.join(REPO, 'config')
 PUMA = os.path.join(CONFIG, 'puma560.yaml')
 SIM_1KHZ = os.path.join(CONFIG, 'sim_1khz.yaml')
+PUMA_DEMO = os.path.join(CONFIG, 'sim_puma560.yaml')   # [LEE]'s start pose, widened limits
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 START = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -132,7 +133,7 @@ class Probe(Node):
 
 def node_command(module, *extra):
     return [sys.executable, '-m', module, '--ros-args', '--params-file', PUMA,
-            '--params-file', SIM_1KHZ, *extra]
+            '--params-file', PUMA_DEMO, '--params-file', SIM_1KHZ, *extra]
 
 
 def start(command, log=None):

@@ -9,19 +9,23 @@ robot_state_publisher (and RViz on request) when those packages are installed.
                                              [realtime_cpu_affinity:=1]
                                              [realtime_lock_memory:=true]
 
-The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0) deg -> (45, 30, 0, 45, 60, 90) deg on the
-PUMA 560, a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent
-once the controller holds its start position. With use_sim_time:=true (default) the plant
+Any arm runs (robot_params_file:=.../panda.yaml, a URDF robot file, ...). The demo move
+is a quintic rest-to-rest profile over move_duration (2 s in config/sim.yaml), sent once
+the controller holds its start position: on the PUMA 560 [LEE] §5's (90, 0, 90, 0, 0, 0)
+deg -> (45, 30, 0, 45, 60, 90) deg (config/sim_puma560.yaml, the preset's own demo file),
+on other arms one derived from the robot file's joint count and limits
+(robot_dynamics.nodes.common.demo_plan). With use_sim_time:=true (default) the plant
 publishes /clock and runs in lock-step with the controller; with false both run on the
 wall clock. robot_state_publisher gets the URDF of the robot file (generated from the DH
 model, joints named by its `joints`; or the file's own URDF with robot.source urdf) and
 turns /joint_states into TF; RViz shows it with config/sim.rviz. A missing package is
 skipped with an info line. sim_params_file may name several files (';'), layered after
-the robot file: later files win for each node whatever section (`/**`, `/**/name`, ...) a
-value is under (doc/parameters-layering.md); the realtime_* arguments set the plant's and
-the controller's real-time options (doc/realtime.md) over the files when given.
-plant_name:=... and controller_name:=... rename the nodes; the files' sections for
-plant_simulator and computed_torque_controller still apply to them.
+the robot file, the demo move derived from it and the robot's own demo file
+(sim_<name>.yaml beside it): later files win for each node whatever section (`/**`,
+`/**/name`, ...) a value is under (doc/parameters-layering.md); the realtime_* arguments
+set the plant's and the controller's real-time options (doc/realtime.md) over the files
+when given. plant_name:=... and controller_name:=... rename the nodes; the files' sections
+for plant_simulator and computed_torque_controller still apply to them.
 """
 
 import os
@@ -33,7 +37,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from robot_dynamics.nodes.common import bringup
+from robot_dynamics.nodes.common import bringup, demo_plan
 
 
 def visual_nodes(context, installed=bringup.package_installed):
@@ -68,6 +72,14 @@ def robot_state_publisher(context, namespace, sim_time):
                     sim_time])
 
 
+def demo_files(robot_file):
+    """The demo move derived from the robot file (a file in the temporary folder, named by
+    its content) and the robot's own demo file (sim_<name>.yaml beside it), those that
+    exist."""
+    derived = demo_plan.write_derived_parameters(robot_file, shared=True)
+    return [path for path in (derived, demo_plan.robot_demo_file(robot_file)) if path]
+
+
 PLANT, CONTROLLER, DEMO = 'plant_simulator', 'computed_torque_controller', 'demo_move'
 
 
@@ -76,12 +88,14 @@ def loop_nodes(context):
     robot file, then each file of sim_params_file (';'-separated), layered for that node
     (later files win whatever section a value is under; the files' sections for the
     usual names apply to plant_name/controller_name), then the launch arguments' values
-    (use_sim_time, publish_clock, the realtime_* given, the demo's controller)."""
+    (use_sim_time, publish_clock, the realtime_* given, the demo's controller). After
+    the robot file: the demo move derived from it and the robot's own demo file."""
     def argument(configuration):
         return configuration.perform(context)
     namespace = argument(LaunchConfiguration('namespace'))
     use_sim_time = bringup.launch_flag(argument(LaunchConfiguration('use_sim_time')))
-    files = [argument(LaunchConfiguration('robot_params_file'))] + \
+    robot_file = argument(LaunchConfiguration('robot_params_file'))
+    files = [robot_file] + demo_files(robot_file) + \
         bringup.params_file_list(argument(LaunchConfiguration('sim_params_file')))
     realtime = bringup.realtime_parameters(
         argument(LaunchConfiguration('realtime_priority')),

@@ -1581,9 +1581,24 @@ def excitation_limits(model, velocity_margin=0.8, acceleration_margin=0.5,
             'acceleration': acceleration}
 
 
+def _admissible_scale(violation, steps=20):
+    """The largest s in [0, 1] (by bisection, to 2^-steps) with violation(s) <= 0, where
+    s scales a motion about its start (s = 0: the start, admissible)."""
+    if violation(1.0) <= 0.0:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(steps):
+        middle = 0.5 * (low + high)
+        if violation(middle) <= 0.0:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=0.1,
                        samples=60, candidates=8, iterations=20, limits=None,
-                       offset=False, **margins):
+                       offset=False, constraint=None, **margins):
     """An excitation trajectory for `identify_arm`: a finite Fourier series per joint
     (`Excitation`) from q0 at rest back to q0 at rest, optimised so that the weighted base
     regressor along it is well conditioned (Swevers et al. 1997).
@@ -1596,8 +1611,11 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
     gradients) on log cond(W Y_b S) over `samples` points of one period, W: rows divided by
     each joint's RMS effort of the model along the motion, S: unit-norm columns. Each
     evaluation scales every joint's motion down so that it stays within its position,
-    velocity and acceleration bounds (so every candidate is admissible). Raises ValueError
-    when q0 is outside the limits."""
+    velocity and acceleration bounds (so every candidate is admissible). `constraint`: None
+    or a function of positions (K, n) returning by how much they violate a further bound
+    (>= 0, 0: admissible; e.g. a floor plane for the links, robot_dynamics.motion_limits):
+    each candidate's motion is then also scaled down, all joints together, until it is
+    admissible. Raises ValueError when q0 is outside the limits or violates `constraint`."""
     optimize = _require('scipy.optimize')
     n = model.n
     q0 = np.asarray(q0, dtype=float).reshape(-1)
@@ -1607,6 +1625,8 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
     if bad.size:
         raise ValueError(f'q0[{bad[0]}]: {q0[bad[0]]} is outside the position limits '
                          f'[{model.position_min[bad[0]]}, {model.position_max[bad[0]]}]')
+    if constraint is not None and constraint(q0[None, :]) > 0.0:
+        raise ValueError(f'q0: {q0.tolist()} violates the constraint')
     limits = excitation_limits(model, **margins) if limits is None else limits
     duration = float(duration)
     if not duration > 0.0:
@@ -1643,6 +1663,8 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
                                  (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
                 factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
         factor = np.nan_to_num(factor)
+        if constraint is not None:
+            factor = factor * _admissible_scale(lambda s: constraint(q0 + dq * (s * factor)))
         return a * factor[:, None], b * factor[:, None], q0 + dq * factor, qd * factor, \
             qdd * factor
 
@@ -1690,6 +1712,8 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
                              (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
             factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
     factor = np.nan_to_num(factor)
+    if constraint is not None:
+        factor = factor * _admissible_scale(lambda s: constraint(q0 + dq * (s * factor)))
     a, b = a * factor[:, None], b * factor[:, None]
     if np.any(factor < 1.0):
         q, qd, qdd = Excitation(duration, omega, q0, a, b).sample(t)

@@ -16,10 +16,41 @@ pytest.importorskip('rclpy.executors')
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
-SIM = os.path.join(REPO, 'config', 'sim.yaml')
-# -p overrides widening config/puma560.yaml's position limits to +-2 pi, as config/sim.yaml
-# does for the plant and the controller: [LEE]'s start pose (q3 = 90 deg) is beyond the
-# preset's joint-3 range, where the plant's mechanical stops would refuse to start.
+SIM_SETTINGS = os.path.join(REPO, 'config', 'sim.yaml')           # any arm's node settings
+PUMA_DEMO = os.path.join(REPO, 'config', 'sim_puma560.yaml')    # the PUMA's [LEE] demo
+
+
+def _merged_params_file(*paths):
+    """One parameter file holding `paths` layered in order (section by section, key by
+    key), written to the temporary folder and removed when the tests end."""
+    import atexit
+    import tempfile
+    import yaml
+
+    def merge(into, update):
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+    merged = {}
+    for path in paths:
+        with open(path, encoding='utf-8') as stream:
+            merge(merged, yaml.safe_load(stream) or {})
+    handle, path = tempfile.mkstemp(prefix='ros_testing_sim_', suffix='.yaml')
+    with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+        yaml.safe_dump(merged, stream)
+    atexit.register(lambda: os.path.exists(path) and os.remove(path))
+    return path
+
+
+# The PUMA 560 demo's node settings as `sim` layers them after config/puma560.yaml:
+# config/sim_puma560.yaml ([LEE]'s start pose and move, widened limits), config/sim.yaml.
+SIM = _merged_params_file(PUMA_DEMO, SIM_SETTINGS)
+# -p overrides widening config/puma560.yaml's position limits to +-2 pi, as
+# config/sim_puma560.yaml does for the plant and the controller: [LEE]'s start pose (q3 =
+# 90 deg) is beyond the preset's joint-3 range, where the plant's mechanical stops would
+# refuse to start.
 TWO_PI = 6.283185307179586
 WIDE_LIMITS = (f'robot.position_min:={[-TWO_PI] * 6}', f'robot.position_max:={[TWO_PI] * 6}')
 WALL_LIMIT = 120.0  # s: a safety net against hangs (generous: a loaded CI machine), not a timing assertion

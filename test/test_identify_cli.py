@@ -22,6 +22,7 @@ from robot_dynamics.nodes.common.params_file import check_params_file  # noqa: E
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
 SIM = os.path.join(REPO, 'config', 'sim.yaml')
+PUMA_DEMO = os.path.join(REPO, 'config', 'sim_puma560.yaml')   # [LEE]'s demo on the PUMA
 UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
 JOINTS = tuple(f'joint_{i}' for i in range(1, 7))
 GUARD = 120.0          # s: a hang guard for the subprocesses, not a timing assertion
@@ -120,11 +121,12 @@ def test_excite_refuses_an_existing_record_folder(tmp_path, capsys):
 
 def test_the_prior_is_the_parameter_files_layered_as_ros_does(tmp_path):
     """A later file overrides key by key; a node section after /**; the controller's
-    widened limits of sim.yaml are in its section."""
+    widened limits of the PUMA's demo file are in its section."""
     later = tmp_path / 'later.yaml'
     later.write_text('/**:\n  ros__parameters:\n    robot:\n      mass: [0.0, 20.0, 4.8, '
                      '0.82, 0.34, 0.09]\n')
-    robot, others = layered_parameters([PUMA, SIM, str(later)], 'computed_torque_controller')
+    robot, others = layered_parameters([PUMA, PUMA_DEMO, SIM, str(later)],
+                                       'computed_torque_controller')
     assert robot['mass'][1] == 20.0 and robot['a'][1] == 0.4318
     assert robot['position_max'][0] == pytest.approx(2 * np.pi)
     assert others['joints'] == list(JOINTS) and others['control_mode'] == 'on_state'

@@ -747,3 +747,30 @@ def stop(process):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.mark.parametrize('robot, own_demo', [('puma560.yaml', 'sim_puma560.yaml'),
+                                             ('panda.yaml', None)])
+def test_sim_launch_layers_the_derived_move_and_the_robots_own_demo_file(
+        fake_launch, monkeypatch, tmp_path, robot, own_demo):
+    """Any arm through sim.launch.py: after the robot file, the start pose and move derived
+    from it, then the robot's own demo file if it has one, then the node settings."""
+    import tempfile
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+    module = fake_launch(SIM_LAUNCH)
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    config = os.path.join(REPO, 'config')
+    context = {**defaults, 'robot_params_file': os.path.join(config, robot),
+               'sim_params_file': os.path.join(config, 'sim.yaml')}
+    for node in module.loop_nodes(context):
+        files = [p for p in node.kwargs['parameters'] if isinstance(p, str)]
+        derived = os.path.join(str(tmp_path), os.listdir(tmp_path)[0])
+        expected = [os.path.join(config, robot), derived] + (
+            [os.path.join(config, own_demo)] if own_demo else []) + [
+            os.path.join(config, 'sim.yaml')]
+        assert files == expected, node.kwargs['name']
+    with open(derived, encoding='utf-8') as stream:
+        values = yaml.safe_load(stream)['/**']['ros__parameters']
+    joints = 7 if robot == 'panda.yaml' else 6
+    assert len(values['initial_positions']) == len(values['goal_positions']) == joints

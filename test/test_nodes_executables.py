@@ -24,6 +24,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_dynamics.nodes import controller, plant
 
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
+PUMA_DEMO = os.path.join(REPO, 'config', 'sim_puma560.yaml')   # [LEE]'s start pose Q0
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -35,7 +36,8 @@ def start(module):
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     return subprocess.Popen(
         [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
-         '--params-file', PUMA, '--params-file', SIM_1KHZ, '-p', 'use_sim_time:=false'],
+         '--params-file', PUMA, '--params-file', PUMA_DEMO, '--params-file', SIM_1KHZ,
+         '-p', 'use_sim_time:=false'],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -4,7 +4,6 @@ robot_description topic (published before they start) or a file, name the joints
 URDF does, and close the loop (hold, then move to a goal); bad URDFs give one clear error."""
 
 import csv
-import math
 import os
 import subprocess
 import sys
@@ -18,7 +17,6 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import yaml
 
-from robot_dynamics.nodes import sim
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common.ros_params import ConfigurationError
@@ -259,7 +257,8 @@ def test_unusable_urdf_file_stops_the_node_with_one_error_line(
 def test_sim_entry_point_runs_the_demo_on_a_urdf_robot_file(tmp_path):
     """`sim --params-file` with a URDF robot (no joints list): the demo move takes the
     controller's joints, the CSV columns carry the URDF joint names, the arm reaches the
-    [LEE] goal."""
+    goal derived from the URDF's limits (all symmetric about 0, all wider than 2 rad: each
+    joint starts at 0 and moves 0.5 rad, up and down in turn)."""
     params = tmp_path / 'ur5.yaml'
     params.write_text(yaml.safe_dump({'/**': {'ros__parameters': {'robot': {
         'source': 'urdf', 'urdf_file': UR5, 'base_link': 'base_link', 'tip_link': 'tool0'}}}}))
@@ -274,4 +273,4 @@ def test_sim_entry_point_runs_the_demo_on_a_urdf_robot_file(tmp_path):
         rows = list(csv.reader(stream))
     assert rows[0][1:7] == [f'q_{name}' for name in UR5_JOINTS]
     final = np.array(rows[-1][1:7], dtype=float)
-    np.testing.assert_allclose(final, [math.radians(v) for v in sim.LEE_GOAL_DEG], atol=1e-3)
+    np.testing.assert_allclose(final, [0.5, -0.5, 0.5, -0.5, 0.5, -0.5], atol=1e-3)

@@ -163,9 +163,9 @@ def test_sim_params_file_is_checked_too(tmp_path):
 # ------------------------------------------------------------ outputs and dev.py
 
 
-@pytest.mark.parametrize('option, path, fragment', [
-    ('--plot', '/no/such/dir/run.png', 'directory /no/such/dir does not exist'),
-    ('--csv', '/no/such/dir/run.csv', 'directory /no/such/dir does not exist'),
+@pytest.mark.parametrize('option, path, fragment', [   # a missing folder is made instead
+    ('--plot', '/dev/null/dir/run.png', '/dev/null is not a directory'),
+    ('--csv', '/dev/null/run.csv', '/dev/null is not a directory'),
     ('--plot', 'run.xyz', "unknown image format 'xyz'"),
 ])
 def test_sim_output_paths_are_checked_before_the_run(tmp_path, option, path, fragment):

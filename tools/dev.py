@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fresh-machine quick start (CPython 3.10-3.12, standard library only).
 
-    python3 tools/dev.py sim   [--duration 5] [--distro kilted|jazzy] [-- sim options]
+    python3 tools/dev.py sim   [--duration 5] [--robot panda] [--distro kilted|jazzy]
+                               [-- sim options]
     python3 tools/dev.py test  [--distro kilted|jazzy] [--busy] [--repeat N] [-- pytest options]
     python3 tools/dev.py bench [--distro kilted|jazzy] [-- benchmarks/run.py options]
 
@@ -26,6 +27,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -100,11 +102,36 @@ def environment():
 
 
 def run_sim(python, options):
+    """The simulation in a child process. Ctrl-C (SIGINT) and SIGTERM are the child's to
+    handle: it ends its run, writes what it was asked for and exits with one line (130
+    after Ctrl-C); a signal sent to this process alone is passed on to it. Returns the
+    child's exit status (128 + N if a signal N ended it)."""
     command = [python, '-m', 'robot_dynamics.nodes.sim']
     if options.duration is not None:
         command += ['--duration', str(options.duration)]
-    # run from the caller's directory: relative --params-file, --csv, --plot paths are theirs
-    return subprocess.run(command + options.extra, env=environment()).returncode
+    if options.robot is not None:
+        command += ['--robot', options.robot]
+    children = []
+
+    def pass_on(signum, frame):
+        # Ctrl-C in a terminal reaches the child too (same process group); the child
+        # takes a second copy within its grace period as the same stop
+        if not children:
+            print('dev.py: interrupted before the simulation started', file=sys.stderr)
+            raise SystemExit(128 + signum)
+        if children[0].poll() is None:
+            children[0].send_signal(signum)
+    previous = {signum: signal.signal(signum, pass_on)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        # run from the caller's directory: relative --params-file, --csv, --plot paths
+        # are theirs
+        children.append(subprocess.Popen(command + options.extra, env=environment()))
+        code = children[0].wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - code if code < 0 else code
 
 
 def pytest_targets(extra):
@@ -185,6 +212,9 @@ def parse(argv):
     parser.add_argument('--distro', choices=DISTROS, default='kilted')
     parser.add_argument('--duration', type=float, default=None,
                         help='sim: simulated seconds, then print a tracking summary')
+    parser.add_argument('--robot', default=None,
+                        help='sim: a robot preset of config/ (puma560, panda, stanford, '
+                        'planar2, sasaki6); default puma560')
     parser.add_argument('--busy', action='store_true',
                         help='test: one busy loop pinned to each CPU while the suite runs')
     parser.add_argument('--repeat', type=int, default=1,

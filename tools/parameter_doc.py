@@ -6,9 +6,8 @@ nodes' own parameter declarations, so that neither can go stale:
     PYTHONPATH=. python3 tools/parameter_doc.py --check  # exit 1 if either differs
 
 Each node of the package (the controller, the plant, the `sim` demo's move) is built once
-with a preset (config/panda.yaml; the demo move config/puma560.yaml) in a private rclpy
-context, and every `declare_parameter` call it
-makes is recorded: the name, the default it declares (not the preset's value), and its
+with a preset (config/panda.yaml; the demo move config/puma560.yaml and
+sim_puma560.yaml) in a private rclpy context, and every `declare_parameter` call it makes is recorded: the name, the default it declares (not the preset's value), and its
 descriptor (description, read-only, range). Per-joint parameters (`constraints.<joint>.*`)
 are written once with `<joint>`. test/test_parameter_doc.py fails when the committed files
 differ from what this writes.
@@ -34,7 +33,7 @@ NODES = (
     ('plant_simulator', 'the executable `plant` and in `sim`',
      'robot_dynamics.nodes.plant', 'PlantSimulator', 'panda.yaml'),
     ('demo_move', '`sim`: it sends the demo move', 'robot_dynamics.nodes.sim', 'DemoMove',
-     'puma560.yaml'),
+     ('puma560.yaml', 'sim_puma560.yaml')),
 )
 SHARED = ('computed_torque_controller', 'plant_simulator')
 # declared by rclpy itself for every node: left out
@@ -91,8 +90,9 @@ def declarations():
     for node_name, _, module, class_name, preset in NODES:
         context = rclpy.Context()
         # (no --log-level: it would set the level of every logger of the process)
-        rclpy.init(context=context, args=[
-            'parameter_doc', '--ros-args', '--params-file', os.path.join(CONFIG, preset)])
+        files = (preset,) if isinstance(preset, str) else preset
+        rclpy.init(context=context, args=['parameter_doc', '--ros-args'] + [
+            item for name in files for item in ('--params-file', os.path.join(CONFIG, name))])
         try:
             node_class = getattr(importlib.import_module(module), class_name)
             with warnings.catch_warnings():

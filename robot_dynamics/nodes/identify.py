@@ -12,6 +12,9 @@ parameter file the controller and the plant load after the robot's own (doc/iden
                       [--payload-bag DIR [DIR ...] --payload M CX CY CZ [I x 6]]
                       [--report REPORT.yaml] [--relative-std-threshold 20]
                       [--essential-ratio 100] --output OUT.yaml
+    identify plan --params-file P [P ...] [--duration 30] [--rate 100] [--start Q ...]
+                  [--floor Z] [--keep-out XMIN YMIN ZMIN XMAX YMAX ZMAX] [--output PLAN.yaml]
+                  [--send ACTION [--record DIR]]
 
 `excite` reads the robot model and its limits from the running controller's parameters (as
 `excite` does), plans the trajectory optimised for identification from where the arm is
@@ -22,6 +25,11 @@ during the motion into the rosbag2 folder DIR (`ros2 bag info DIR` reads it), wi
 effort timing of the recording in the bag's metadata (custom_data
 ``robot_dynamics.effort_timing``: held_before when this package's plant publishes
 /joint_states, else instant; ``--effort-timing`` says otherwise).
+
+`plan` plans the same motion from the robot's parameter files alone, checks it against
+the joint limits, a floor and keep-out boxes, and writes it as a
+trajectory_msgs/JointTrajectory YAML file and/or sends it to any FollowJointTrajectory
+action server while recording /joint_states (robot_dynamics.nodes.identification.identify_plan).
 
 `estimate` builds the prior model from the parameter files (every --params-file, in order,
 layered as the nodes layer them: robot_dynamics.nodes.common.params_file), reads the
@@ -53,6 +61,9 @@ missing); 3 (estimate) the data do not excite the parameters (nothing written; w
 is printed), (excite) the goal was refused; 4 (excite) the goal was aborted or canceled;
 70 (estimate) an internal error: a bug, not bad data (one line; please report it);
 130 stopped (Ctrl-C, SIGTERM).
+`plan`: 0 done; 1 no /joint_states or action server within --timeout, the arm moved while
+the motion was planned, a library missing; 2 bad input or a limit the motion would break
+(one line naming the joint or link point, the time and the limit); 3, 4, 130 as `excite`.
 """
 
 import argparse
@@ -101,7 +112,8 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         prog='identify', description='Identify the whole arm from its own motion: record '
         'an optimised excitation, estimate, write a parameter file.')
-    commands = parser.add_subparsers(dest='command', required=True, metavar='{excite,estimate}')
+    commands = parser.add_subparsers(dest='command', required=True,
+                                     metavar='{excite,estimate,plan}')
     excite = commands.add_parser(
         'excite', help='send the optimised excitation through the running controller and '
         'record /joint_states into a bag')
@@ -188,6 +200,8 @@ def parse_arguments(argv):
                           'smallest (default: 100)')
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
+    from robot_dynamics.nodes.identification.identify_plan import add_arguments
+    add_arguments(commands, CONTROLLER, EXCITATION_ITERATIONS)
     args = parser.parse_args(argv)
     if args.command == 'excite':
         for name in ('duration', 'timeout'):
@@ -198,7 +212,7 @@ def parse_arguments(argv):
             parser.error(f'--iterations: must be >= 0, got {args.iterations}')
         if os.path.exists(args.record):
             parser.error(f'--record: {args.record} exists already; give a new folder name')
-    else:
+    elif args.command == 'estimate':
         if args.output_section is not None and not args.output_section.startswith('/'):
             parser.error(f'--output-section: a node section starts with "/" ("/**", '
                          f'"/**/my_controller"), got {args.output_section!r}')
@@ -662,6 +676,9 @@ def main(args=None):
     if options.command == 'excite':
         from robot_dynamics.nodes.identification.identify_excite import run_excite
         return run_excite(argv, options)
+    if options.command == 'plan':
+        from robot_dynamics.nodes.identification.identify_plan import run_plan
+        return run_plan(argv, options)
     try:
         return estimate(options)
     except InputError as error:

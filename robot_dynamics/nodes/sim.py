@@ -2,21 +2,36 @@
 without `ros2 launch`; also the `demo` executable (the demo move alone) used by
 launch/sim.launch.py.
 
-The demo move is [LEE] §5's (90, 0, 90, 0, 0, 0)° → (45, 30, 0, 45, 60, 90)° on the PUMA 560.
-[LEE] gives no profile or duration; ours is the quintic rest-to-rest profile
-(robot_dynamics.profiles.quintic) over 2 s, sent as one JointTrajectory whose points carry
-exact positions, velocities and accelerations (so the controller's quintic segments
-reproduce the profile exactly).
+Any arm the package models runs: a preset (`--robot panda`) or any robot file
+(`--params-file`, DH or URDF). On the PUMA 560 the demo move is [LEE] §5's
+(90, 0, 90, 0, 0, 0)° → (45, 30, 0, 45, 60, 90)° (config/sim_puma560.yaml, the preset's
+own demo file); on other arms it is derived from the arm's joint count and limits
+(robot_dynamics.nodes.common.demo_plan). [LEE] gives no profile or duration; ours is the
+quintic rest-to-rest profile (robot_dynamics.profiles.quintic) over 2 s, sent as one
+JointTrajectory whose points carry exact positions, velocities and accelerations (so the
+controller's quintic segments reproduce the profile exactly).
 
     python -m robot_dynamics.nodes.sim --duration 5     # ends by itself, prints a summary
+    python -m robot_dynamics.nodes.sim --duration 5 --robot panda
     python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
     python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
+
+The parameter files, in rcl's order (a later file wins): the robot file, the demo move
+derived from it (a temporary file), the robot's own demo file (sim_<name>.yaml beside the
+robot file <name>.yaml, if there is one: config/sim_puma560.yaml), the node settings
+(config/sim.yaml or --sim-params-file). A wrong value is named with the file it came from.
 
 `--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
 node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
 that no node has is named in a warning. Another process publishing on a topic the
 simulation listens to (e.g. a robot's /joint_states on the same ROS_DOMAIN_ID) is named in
-one warning per topic: its messages would reach the simulation.
+one warning per topic: its messages would reach the simulation. A simulation already
+running on the ROS domain (a /clock or /joint_states publisher outside this process) is
+found before this one starts (DOMAIN_CHECK_WAIT s of discovery) and refuses it in one
+line: two simulations on one domain drive each other's controllers.
+
+Ctrl-C (or SIGTERM) ends the run: the tracking summary, --csv and --plot are still
+written for the run so far; exit status 128 + the signal (130 for Ctrl-C) and one line.
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
@@ -27,8 +42,10 @@ measured position and the tracking error per joint (needs matplotlib: the `plot`
 import argparse
 import csv
 import functools
+import glob
 import math
 import os
+import signal
 import sys
 import time
 
@@ -44,7 +61,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.nodes.common import demo_plan
+from robot_dynamics.nodes.common.params_file import error_source, ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.common.ros_params import (
     as_float, as_floats, as_string, ConfigurationError, declare)
@@ -61,6 +79,8 @@ RECORD_DEPTH = 1000
 CSV_QUANTITIES = ('q', 'q_ref', 'error', 'effort')
 PLOT_LAYOUTS = ('joints', 'overview')
 FOREIGN_CHECK_PERIOD = 1.0   # wall s between looks for other processes' publishers
+DOMAIN_CHECK_WAIT = 1.0      # wall s of DDS discovery before the start: another simulation?
+SIMULATION_TOPICS = ('/clock', '/joint_states')   # published by a simulation (or a robot)
 
 
 def config_path(name):
@@ -75,9 +95,32 @@ def config_path(name):
     return os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'config', name)
 
 
+def robot_presets():
+    """The robot presets of config/ by name ('puma560', 'panda', ...): the files with a
+    robot block (the node settings sim*.yaml are not robots)."""
+    folder = os.path.dirname(config_path('puma560.yaml'))
+    return sorted(os.path.splitext(os.path.basename(path))[0]
+                  for path in glob.glob(os.path.join(folder, '*.yaml'))
+                  if not os.path.basename(path).startswith('sim'))
+
+
+def parameter_files(args):
+    """(robot file, the files in rcl's order, the derived file to remove afterwards or
+    None): the robot file, the demo move derived from it, the robot's own demo file (if
+    any), the node settings."""
+    robot_file = args.params_file or config_path(f'{args.robot or "puma560"}.yaml')
+    derived = demo_plan.write_derived_parameters(robot_file)
+    own_demo = demo_plan.robot_demo_file(robot_file)
+    sim_file = args.sim_params_file or config_path('sim.yaml')
+    files = [robot_file] + [path for path in (derived, own_demo) if path] + [sim_file]
+    return robot_file, files, derived
+
+
 class DemoMove(Node):
     """Sends the demo move once the controller holds its start position (~/status). Without
-    a `joints` parameter (robot.source urdf) it takes the controller's, from ~/reference."""
+    a `joints` parameter (robot.source urdf) it takes the controller's, from ~/reference.
+    `start_positions` and `goal_positions` have no default: `sim` and sim.launch.py give
+    them (derived from the robot, or the robot's own demo file)."""
 
     def __init__(self, **kwargs):
         super().__init__('demo_move', **kwargs)
@@ -86,16 +129,20 @@ class DemoMove(Node):
         controller = as_string('controller', declare(
             self, 'controller', 'computed_torque_controller', 'controller node name',
             read_only=True))
-        n = len(LEE_GOAL_DEG)
-        if self.joints and len(self.joints) != n:
-            raise ConfigurationError(f'joints: the demo move is for {n} joints, got '
-                                     f'{len(self.joints)}')
-        self.start = np.array(as_floats('start_positions', declare(
-            self, 'start_positions', [math.radians(v) for v in LEE_START_DEG],
-            "where the move starts (the plant's initial_positions) [rad]", read_only=True), n))
-        self.goal = np.array(as_floats('goal_positions', declare(
-            self, 'goal_positions', [math.radians(v) for v in LEE_GOAL_DEG],
-            'goal of the move [rad]', read_only=True), n))
+        start = declare(self, 'start_positions', None, "where the move starts (the plant's "
+                        'initial_positions) [rad | m]', read_only=True)
+        goal = declare(self, 'goal_positions', None, 'goal of the move [rad | m]',
+                       read_only=True)
+        for name, value in (('start_positions', start), ('goal_positions', goal)):
+            if value is None:
+                raise ConfigurationError(
+                    f'{name}: not given (sim and launch/sim.launch.py derive the demo move '
+                    'from the robot file; the demo_move node alone needs start_positions '
+                    'and goal_positions, one value per joint)')
+        n = len(self.joints) if self.joints else (
+            len(start) if isinstance(start, (list, tuple)) else 0)
+        self.start = np.array(as_floats('start_positions', start, n))
+        self.goal = np.array(as_floats('goal_positions', goal, n))
         self.duration = as_float('move_duration', declare(
             self, 'move_duration', MOVE_DURATION, 'duration of the quintic move [s]',
             read_only=True, minimum=0.01, maximum=3600.0), positive=True)
@@ -114,8 +161,8 @@ class DemoMove(Node):
             return
         if len(msg.name) != len(self.goal):
             self.get_logger().error(
-                f'the demo move is for {len(self.goal)} joints, the controller has '
-                f'{len(msg.name)}', throttle_duration_sec=10.0)
+                f'goal_positions: {len(self.goal)} values, the controller has '
+                f'{len(msg.name)} joints', throttle_duration_sec=10.0)
             return
         self.joints = tuple(msg.name)
         self.get_logger().info(f'joints from the controller: {list(self.joints)}')
@@ -133,8 +180,8 @@ class DemoMove(Node):
         self._publisher.publish(trajectory_message(command))
         self.sent = True
         self.get_logger().info(
-            f'sent the [LEE] move to {np.degrees(self.goal).round(1).tolist()} deg, quintic '
-            f'over {self.duration:g} s')
+            f'sent the demo move to {self.goal.round(4).tolist()} (rad | m), quintic over '
+            f'{self.duration:g} s')
 
 
 class TrackingSummary(Node):
@@ -202,12 +249,17 @@ class TrackingSummary(Node):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog='sim', description='Closed-loop PUMA 560 demo: plant + computed-torque controller '
-        '+ the [LEE] move, one process, simulated time.')
-    parser.add_argument('--params-file', default=None,
-                        help='robot parameter file (default: config/puma560.yaml)')
+        prog='sim', description='Closed-loop demo on any arm: plant + computed-torque '
+        'controller + a demo move, one process, simulated time (the PUMA 560 with [LEE] §5\'s '
+        'move by default).')
+    robot = parser.add_mutually_exclusive_group()
+    robot.add_argument('--robot', choices=robot_presets(), default=None,
+                       help='a robot preset of config/ (default: puma560)')
+    robot.add_argument('--params-file', default=None,
+                       help='robot parameter file, DH or URDF (default: config/puma560.yaml)')
     parser.add_argument('--sim-params-file', default=None,
-                        help='node settings (default: config/sim.yaml)')
+                        help='node settings (default: config/sim.yaml), layered after the '
+                        'robot file, the derived demo move and the robot\'s own demo file')
     parser.add_argument('--duration', type=float, default=None,
                         help='stop after this many simulated seconds and print a tracking '
                         'summary (default: run until Ctrl-C)')
@@ -293,18 +345,25 @@ def build_nodes(args, context=None):
         rtf = 0.0 if args.duration is not None else 1.0
     plant_overrides.append(Parameter('real_time_factor', value=float(rtf)))
     sim_time = [Parameter('use_sim_time', value=True)]
+    rcl_args = getattr(args, 'rcl_args', None) or ['--ros-args', *getattr(args, 'ros_args', ())]
     nodes = []
+
+    def add(node_class, name, overrides):
+        try:
+            nodes.append(node_class(context=context, parameter_overrides=overrides
+                                    + command_line_overrides(items, name)))
+        except ConfigurationError as error:     # named with the file the value came from
+            source = error_source(rcl_args, name, error)
+            raise ConfigurationError(f'{error} ({name}{source.replace(" (", ", ")}'
+                                     if source else str(error)) from None
     try:
-        nodes.append(PlantSimulator(context=context, parameter_overrides=plant_overrides
-                                    + command_line_overrides(items, 'plant_simulator')))
-        nodes.append(ComputedTorqueController(
-            context=context, parameter_overrides=sim_time + command_line_overrides(
-                items, 'computed_torque_controller')))
-        nodes.append(DemoMove(context=context, parameter_overrides=sim_time + [
-            Parameter('move_duration', value=float(args.move_duration))]
-            + command_line_overrides(items, 'demo_move')))
+        add(PlantSimulator, 'plant_simulator', plant_overrides)
+        add(ComputedTorqueController, 'computed_torque_controller', sim_time)
+        add(DemoMove, 'demo_move', sim_time + [
+            Parameter('move_duration', value=float(args.move_duration))])
         nodes.append(TrackingSummary(context=context, record=bool(
             getattr(args, 'csv', None) or getattr(args, 'plot', None))))
+        refuse_timer_in_lockstep(*nodes[:2])
     except Exception:
         for node in nodes:
             node.destroy_node()
@@ -317,6 +376,49 @@ def build_nodes(args, context=None):
                    'no node of the simulation (plant_simulator, computed_torque_controller, '
                    'demo_move) has this parameter') + '; ignored')
     return tuple(nodes)
+
+
+def refuse_timer_in_lockstep(plant, controller):
+    """ConfigurationError for control_mode timer with a lock-step plant: the plant
+    advances its clock only when a command answers its state, and a timer on that clock
+    waits for the clock to advance; neither would ever move."""
+    if getattr(controller, 'control_mode', None) == 'timer' \
+            and getattr(plant, 'publish_clock', False) and getattr(plant, 'lockstep', False):
+        raise ConfigurationError(
+            'control_mode: timer cannot run in lock-step (the plant advances /clock only '
+            'when a command answers its state; a timer on that clock would wait for ever): '
+            'use control_mode on_state, or run the plant\'s clock free: --real-time-factor 1 '
+            '--ros-args -p plant_simulator:lockstep:=false')
+
+
+def other_simulations(context, wait=None, running=None):
+    """The SIMULATION_TOPICS that processes on this ROS domain already publish (another
+    simulation, or a robot), after up to `wait` wall s of discovery (default
+    DOMAIN_CHECK_WAIT; less if found)."""
+    wait = DOMAIN_CHECK_WAIT if wait is None else wait
+    if os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '').upper() == 'OFF' or wait <= 0:
+        return []            # nothing outside this process can be seen, or be disturbed
+    probe = Node('sim_domain_check', context=context, start_parameter_services=False,
+                 enable_rosout=False)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            found = [topic for topic in SIMULATION_TOPICS if probe.count_publishers(topic)]
+            if found or time.monotonic() >= deadline or (running and not running()):
+                return found
+            time.sleep(0.02)
+    finally:
+        probe.destroy_node()
+
+
+def domain_in_use_message(topics):
+    """The one line refusing a second simulation on a domain."""
+    domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
+    return (f'ROS_DOMAIN_ID {domain} already has a simulation or a robot ({", ".join(topics)} '
+            'published by another process): two on one domain drive each other\'s '
+            f'controllers; run this one on a domain of its own, e.g. ROS_DOMAIN_ID='
+            f'{int(domain) + 1 if domain.isdigit() and int(domain) < 101 else 1} (or '
+            'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF to keep it to this process)')
 
 
 def foreign_publishers(nodes):
@@ -484,14 +586,18 @@ def write_overview_plot(path, names, t, q, q_ref, error, title=None, units=None)
 
 
 def output_problem(path, plot=False):
-    """Why `path` cannot be written (None if it can): checked before the run."""
+    """Why `path` cannot be written (None if it can): checked before the run. A missing
+    folder is no problem if it can be made (`write_outputs` makes it)."""
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        return f'directory {directory} does not exist'
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f'{existing} is not a directory'
     if os.path.isdir(path):
         return 'is a directory'
-    if not os.access(directory, os.W_OK):
-        return f'directory {directory} is not writable'
+    if not os.access(existing, os.W_OK):
+        return f'directory {existing} is not writable'
     if plot:
         extension = os.path.splitext(path)[1].lstrip('.').lower()
         formats = matplotlib_figure()().canvas.get_supported_filetypes()
@@ -508,6 +614,9 @@ def write_outputs(args, summary, plant=None):
     if not len(t):
         print('no control cycles recorded: no --csv/--plot output written', file=sys.stderr)
         return False
+    for path in (args.csv, args.plot):
+        if path:       # a missing folder is made, as `identify` does
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if args.csv:
         write_csv(args.csv, summary.names, t, q, q_ref, error, effort)
         print(f'wrote {len(t)} control cycles to {args.csv}')
@@ -539,30 +648,58 @@ def main(argv=None):
         if problem:        # said now, not after the run
             print(f'error: {option} {path}: {problem}', file=sys.stderr)
             return 1
-    robot_file = args.params_file or config_path('puma560.yaml')
-    sim_file = args.sim_params_file or config_path('sim.yaml')
     ros_args = [a for a in args.ros_args if a != '--']
     if ros_args and ros_args[0] == '--ros-args':
         ros_args = ros_args[1:]
+    args.params_file, files, derived = parameter_files(args)
+    args.rcl_args = ['--ros-args', *[a for path in files for a in ('--params-file', path)],
+                     *ros_args]
     try:
-        with ros_session(['sim', '--ros-args', '--params-file', robot_file, '--params-file',
-                          sim_file, *ros_args]) as stop:
+        return _main(args)
+    finally:
+        if derived:
+            os.remove(derived)
+
+
+def _main(args):
+    logger = rclpy.logging.get_logger('sim')
+    try:
+        with ros_session(['sim', *args.rcl_args]) as stop:
+            topics = other_simulations(None, running=stop.running)
+            if topics and stop.running():
+                logger.error(domain_in_use_message(topics))
+                return 1
+            if not stop.running():           # stopped during the look at the domain
+                return interrupted(None, stop)
             try:
                 summary, plant = run(args, running=stop.running)
             except ConfigurationError as error:
-                rclpy.logging.get_logger('sim').error(f'bad parameter: {error}')
+                logger.error(f'bad parameter: {error}')
                 return 1
             except (KeyboardInterrupt, ExternalShutdownException):
-                return 0
+                return interrupted(None, stop)
     except ParamsFileError as error:
-        rclpy.logging.get_logger('sim').error(str(error))
+        logger.error(str(error))
         return 1
     if args.duration is not None:
         print(f'simulated {plant.sim_time:.3f} s')
         print(summary.report())
     if (args.csv or args.plot) and not write_outputs(args, summary, plant):
         return 1
+    if stop.requested:
+        return interrupted(plant, stop)
     return 2 if plant.stopped else 0
+
+
+def interrupted(plant, stop):
+    """The one line and the exit status (128 + the signal: 130 for Ctrl-C) of a run
+    ended by Ctrl-C or SIGTERM."""
+    signum = getattr(stop, 'signum', None) or signal.SIGINT
+    when = f' at {plant.sim_time:.3f} s of simulated time' if plant is not None else \
+        ' before the simulation began'
+    print(f'sim: stopped by {signal.Signals(signum).name}{when}', file=sys.stderr,
+          flush=True)
+    return 128 + int(signum)
 
 
 def demo_main(args=None):
@@ -579,7 +716,9 @@ def _demo(args):
         try:
             node = DemoMove()
         except ConfigurationError as error:
-            rclpy.logging.get_logger('demo_move').error(f'bad parameter: {error}')
+            rclpy.logging.get_logger('demo_move').error(
+                f'bad parameter: {error}'
+                f'{error_source(sys.argv if args is None else args, "demo_move", error)}')
             return 1
         try:
             while rclpy.ok() and not node.sent and stop.running():

@@ -239,3 +239,29 @@ def section_applies(key, fully_qualified_name):
     name): `layering.section_matches`."""
     from robot_dynamics.nodes.common.layering import section_matches
     return section_matches(key, fully_qualified_name)
+
+
+def parameter_source(args, node_name, name, fully_qualified_name=None):
+    """Where parameter `name` of node `node_name` came from on the command line `args`:
+    '-p' for a ``-p`` item, else the last ``--params-file`` with a section applying to the
+    node that sets it (the later file wins), else None (a default)."""
+    if name in command_line_parameters(args, node_name):
+        return '-p'
+    fqn = fully_qualified_name or '/' + node_name.lstrip('/')
+    found = None
+    for path in params_files(args):
+        if any(name in names for key, names in node_sections(path).items()
+               if section_applies(key, fqn)):
+            found = path
+    return found
+
+
+def error_source(args, node_name, message, fully_qualified_name=None):
+    """' (from FILE)' or ' (given by -p)' for a bad-parameter `message` that starts with
+    the parameter's name ('robot.position_min: expected 7 values, got 6', 'gains.kp[2]:
+    ...'); '' when neither a file nor a -p gave it."""
+    name = str(message).split(':', 1)[0].split('[', 1)[0].split(' ', 1)[0].strip()
+    source = parameter_source(args, node_name, name, fully_qualified_name) if name else None
+    if source is None:
+        return ''
+    return ' (given by -p)' if source == '-p' else f' (from {source})'

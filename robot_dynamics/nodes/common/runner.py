@@ -98,6 +98,7 @@ class StopRequest:
                     os._exit(128 + signum)
                 continue                               # e.g. launch's copy of a Ctrl-C
             self._first = time.monotonic()
+            self.signum = signum                       # the first stop signal
             self._event.set()
             with self._lock:
                 callbacks = list(self._callbacks)
@@ -410,7 +411,10 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
         node = node_class()
     except ConfigurationError as error:
         hint = sections_hint(node_name, argv) if str(error).startswith('robot:') else ''
-        logger.error(f'bad parameter: {error}{hint}')
+        from robot_dynamics.nodes.common.params_file import error_source   # which file
+        namespace, name = node_name_of(node_name, argv)
+        logger.error(f'bad parameter: {error}'
+                     f'{error_source(argv, name, error, f"{namespace}/{name}")}{hint}')
         return 1
     code = 0
     executor = SingleThreadedExecutor()
