@@ -9,6 +9,7 @@ import ast
 import glob
 import importlib
 import importlib.util
+import math
 import os
 import re
 import signal
@@ -753,9 +754,12 @@ def stop(process):
                                              ('panda.yaml', None)])
 def test_sim_launch_layers_the_derived_move_and_the_robots_own_demo_file(
         fake_launch, monkeypatch, tmp_path, robot, own_demo):
-    """Any arm through sim.launch.py: after the robot file, the start pose and move derived
-    from it, then the robot's own demo file if it has one, then the node settings."""
+    """Any arm through sim.launch.py: each node gets one file layered from the robot file,
+    the start pose and move derived from it, then the robot's own demo file if it has one,
+    then the node settings (in that order: later files win); the move has the arm's joint
+    count, and the PUMA's own demo file wins over the derived move."""
     import tempfile
+    from robot_dynamics.nodes.common.layering import layered_parameters
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     module = fake_launch(SIM_LAUNCH)
     defaults = {first_string(c): keyword(c, 'default_value')
@@ -763,14 +767,33 @@ def test_sim_launch_layers_the_derived_move_and_the_robots_own_demo_file(
     config = os.path.join(REPO, 'config')
     context = {**defaults, 'robot_params_file': os.path.join(config, robot),
                'sim_params_file': os.path.join(config, 'sim.yaml')}
-    for node in module.loop_nodes(context):
-        files = [p for p in node.kwargs['parameters'] if isinstance(p, str)]
-        derived = os.path.join(str(tmp_path), os.listdir(tmp_path)[0])
-        expected = [os.path.join(config, robot), derived] + (
-            [os.path.join(config, own_demo)] if own_demo else []) + [
-            os.path.join(config, 'sim.yaml')]
-        assert files == expected, node.kwargs['name']
-    with open(derived, encoding='utf-8') as stream:
-        values = yaml.safe_load(stream)['/**']['ros__parameters']
+    nodes = module.loop_nodes(context)
+    def first_line(path):
+        with open(path, encoding='utf-8') as stream:
+            return stream.readline()
+    derived = [path for path in (os.path.join(str(tmp_path), name)
+                                 for name in os.listdir(tmp_path))
+               if first_line(path).startswith('# the demo move derived from')]
+    assert len(derived) == 1
+    expected = [os.path.join(config, robot), derived[0]] + (
+        [os.path.join(config, own_demo)] if own_demo else []) + [
+        os.path.join(config, 'sim.yaml')]
     joints = 7 if robot == 'panda.yaml' else 6
-    assert len(values['initial_positions']) == len(values['goal_positions']) == joints
+    for node in nodes:
+        name = node.kwargs['name']
+        (layered,) = node.kwargs['parameters']
+        header = first_line(layered)
+        assert f'from {"; ".join(expected)} (later files win)' in header, (name, header)
+        values = layered_parameters([layered], '/' + name)
+        if name == 'demo_move':
+            assert len(values['start_positions']) == len(values['goal_positions']) == joints
+        if name == 'plant_simulator':
+            assert len(values['initial_positions']) == joints
+    with open(derived[0], encoding='utf-8') as stream:
+        move = yaml.safe_load(stream)['/**']['ros__parameters']
+    if own_demo:        # [LEE]'s start pose (90, 0, 90, 0, 0, 0) deg wins over the derived
+        demo = layered_parameters(
+            [p for n in nodes if n.kwargs['name'] == 'demo_move'
+             for p in n.kwargs['parameters']], '/demo_move')
+        assert demo['start_positions'] == pytest.approx([math.pi / 2, 0, math.pi / 2, 0, 0, 0])
+        assert move['initial_positions'] != demo['start_positions']
