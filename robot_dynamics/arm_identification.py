@@ -485,7 +485,11 @@ def base_parameters(model, offset=False, samples=None, tolerance=1e-8, seed=0):
             kept.append(j)
             basis = np.column_stack((basis, residual / size))
     independent = np.array(sorted(kept), dtype=int)
-    C, *_ = np.linalg.lstsq(Ys[:, independent], Ys, rcond=None)   # Ys = Ys_b C
+    # Ys = Ys_b C by least squares, from the QR factorisation the selection built
+    # (Ys[:, kept] = basis R, R upper triangular): C = R⁻¹ basisᵀ Ys; einsum and a small
+    # solve, not lstsq's threaded LAPACK (seconds on a loaded machine instead of 20 ms)
+    R = np.einsum('kr,kc->rc', basis, Ys[:, kept])
+    C = np.linalg.solve(R, np.einsum('kr,kc->rc', basis, Ys))[np.argsort(kept)]
     K = C * scale[None, :] / scale[independent][:, None]
     K[np.abs(K) < 1e-12] = 0.0
     K[np.arange(len(independent)), independent] = 1.0
