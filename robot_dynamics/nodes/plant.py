@@ -46,13 +46,15 @@ from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
     declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
-from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
+from robot_dynamics.nodes.common.runner import (domain_in_use_message,
+                                              own_loop_after_the_model, run, StartRefused)
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
 RESEND_PERIOD = 0.5   # wall s between re-publications of a state nobody has answered
 MAX_CATCH_UP = 10     # free-running: ticks integrated in one timer callback at most
 SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this often
+LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
 class PlantSimulator(Node):
@@ -104,6 +106,8 @@ class PlantSimulator(Node):
         self._started = not (self.publish_clock and self.lockstep)
         self._awaiting_command = False
         self._last_publish_wall = -math.inf
+        self._created_wall = time.monotonic()
+        self._hinted = False                 # _no_first_command_hint said its line
         self.stopped = False
         self.clipped_steps = 0               # ticks in which robot.effort_max clipped a command
         self._target_model = self.model      # the latest accepted payload
@@ -191,6 +195,14 @@ class PlantSimulator(Node):
         self.lockstep = as_bool('lockstep', declare(
             self, 'lockstep', True, 'with publish_clock: advance only after the command '
             'answering the last published state has arrived', read_only=True))
+        self.domain_check_wait = as_float('domain_check_wait', declare(
+            self, 'domain_check_wait', 1.0, 'with publish_clock, the plant executable: wall s '
+            'of discovery at start to find another /clock publisher on the ROS domain (another '
+            'simulation), which makes it refuse to run in one line; 0 = no check',
+            read_only=True))
+        if not (math.isfinite(self.domain_check_wait) and self.domain_check_wait >= 0.0):
+            raise ConfigurationError(f'domain_check_wait: expected a finite value >= 0, got '
+                                     f'{self.domain_check_wait}')
         self.lockstep_timeout = as_float('lockstep_timeout', declare(
             self, 'lockstep_timeout', 1.0, 'with lockstep: advance anyway after waiting this '
             'long for a command [wall s]', read_only=True, minimum=1e-3, maximum=3600.0),
@@ -304,6 +316,8 @@ class PlantSimulator(Node):
             if not self._started or waited < self.lockstep_timeout:
                 if waited >= RESEND_PERIOD:
                     self._resend()        # let a late controller find the state
+                if not self._started:
+                    self._no_first_command_hint()
                 return
             self.get_logger().warning(
                 f'lock-step: no command within {self.lockstep_timeout:g} s (wall) for the '
@@ -562,6 +576,24 @@ class PlantSimulator(Node):
         self._awaiting_command = self.publish_clock and self.lockstep
         self._answered = False
 
+    def _no_first_command_hint(self):
+        """Lock-step, no first command LOCKSTEP_HINT wall s after start although a node
+        publishes on the command topic: one warning saying the likely cause (a controller in
+        control_mode timer on simulated time waits for a clock that only its answer would
+        advance)."""
+        if self._hinted or time.monotonic() - self._created_wall < LOCKSTEP_HINT:
+            return
+        publishers = self.count_publishers(self.command_topic)
+        if not publishers:
+            return
+        self._hinted = True
+        self.get_logger().warning(
+            f'lock-step: {publishers} publisher(s) on {self.command_topic} but no command for '
+            f'the state at t = 0 after {LOCKSTEP_HINT:g} s: a controller in control_mode timer '
+            'on simulated time never answers a lock-step plant (its timer waits for the clock, '
+            'which advances only on an answer); give the controller control_mode: on_state '
+            '(config/sim.yaml does), or the plant lockstep: false')
+
     def _resend(self):
         """Lock-step: the state nobody has answered, published again exactly as it was (the
         same stamp and the same measurement: a fresh noise draw would make it a different
@@ -579,10 +611,26 @@ class PlantSimulator(Node):
 
 def _own_loop(node):
     """The free-running loop if the plant runs on the wall clock (not publish_clock, not
-    use_sim_time); lock-step keeps the executor."""
-    if node.publish_clock or node.get_parameter('use_sim_time').value:
+    use_sim_time); with publish_clock the executor, after `_refuse_a_second_clock`."""
+    if node.publish_clock:
+        return lambda executor, running: _refuse_a_second_clock(node, executor, running)
+    if node.get_parameter('use_sim_time').value:
         return None
     return node.spin_free_running
+
+
+def _refuse_a_second_clock(node, executor, running):
+    """The plant executable with publish_clock: up to domain_check_wait wall s of
+    discovery (the executor runs meanwhile); another /clock publisher on the ROS domain
+    (another simulation, a bag played with --clock) raises StartRefused: two simulated
+    clocks on one domain drive each other's nodes."""
+    deadline = time.monotonic() + node.domain_check_wait
+    while running() and node.context.ok():
+        if node.count_publishers('/clock') > 1:          # ours and another
+            raise StartRefused(domain_in_use_message(['/clock']))
+        if time.monotonic() >= deadline:
+            return
+        executor.spin_once(timeout_sec=0.02)
 
 
 def main(args=None):

@@ -63,7 +63,7 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common import demo_plan
 from robot_dynamics.nodes.common.params_file import error_source, ParamsFileError
-from robot_dynamics.nodes.common.runner import ros_session
+from robot_dynamics.nodes.common.runner import domain_in_use_message, ros_session
 from robot_dynamics.nodes.common.ros_params import (
     as_float, as_floats, as_string, ConfigurationError, declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
@@ -409,16 +409,6 @@ def other_simulations(context, wait=None, running=None):
             time.sleep(0.02)
     finally:
         probe.destroy_node()
-
-
-def domain_in_use_message(topics):
-    """The one line refusing a second simulation on a domain."""
-    domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
-    return (f'ROS_DOMAIN_ID {domain} already has a simulation or a robot ({", ".join(topics)} '
-            'published by another process): two on one domain drive each other\'s '
-            f'controllers; run this one on a domain of its own, e.g. ROS_DOMAIN_ID='
-            f'{int(domain) + 1 if domain.isdigit() and int(domain) < 101 else 1} (or '
-            'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF to keep it to this process)')
 
 
 def foreign_publishers(nodes):

@@ -91,6 +91,7 @@ NAMES = {
         'diagnostics.late_cycle_warn',
         'diagnostics.period',
         'divergence_velocity',
+        'domain_check_wait',
         'drives_compensate_gravity',
         'initial_positions',
         'initial_velocities',

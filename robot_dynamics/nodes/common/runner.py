@@ -41,6 +41,21 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_GRACE_PERIOD = 2.0   # s: further signals within this of the first are the same stop
 
 
+class StartRefused(Exception):
+    """A node that must not run (e.g. a second simulated clock on the ROS domain): its
+    message is logged as one error line and the executable exits with status 1."""
+
+
+def domain_in_use_message(topics):
+    """The one line refusing a second simulation on a ROS domain."""
+    domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
+    return (f'ROS_DOMAIN_ID {domain} already has a simulation or a robot ({", ".join(topics)} '
+            'published by another process): two on one domain drive each other\'s '
+            f'controllers; run this one on a domain of its own, e.g. ROS_DOMAIN_ID='
+            f'{int(domain) + 1 if domain.isdigit() and int(domain) < 101 else 1} (or '
+            'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF to keep it to this process)')
+
+
 class StopRequest:
     """SIGINT/SIGTERM as a flag (`requested`), set from a watcher thread.
 
@@ -432,6 +447,9 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
         spin_node(node, executor, stop.running)
     except ConfigurationError as error:   # start-up after the URDF came on robot_description
         logger.error(f'bad parameter: {error}')
+        code = 1
+    except StartRefused as error:
+        logger.error(str(error))
         code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
