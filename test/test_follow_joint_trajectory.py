@@ -52,6 +52,7 @@ KP, KD = 100.0, 20.0            # config/sim.yaml gains: critical damping, ωn =
 # the 1 rad/s moves here, 0.037 rad. The bound asserted leaves room for the nonlinear arm.
 HOLD_BOUND = 0.06
 SIM_1KHZ = os.path.join(REPO, 'config', 'sim_1khz.yaml')
+PUMA_DEMO = os.path.join(REPO, 'config', 'sim_puma560.yaml')   # its widened limits
 RATE_AND_WATCHDOG = os.path.join(REPO, 'test', 'data', 'executables_200hz.yaml')
 
 
@@ -170,7 +171,8 @@ def start_executable(module):
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
     return subprocess.Popen(
         [sys.executable, '-m', f'robot_dynamics.nodes.{module}', '--ros-args',
-         '--params-file', PUMA, '--params-file', SIM_1KHZ, '--params-file', RATE_AND_WATCHDOG,
+         '--params-file', PUMA, '--params-file', PUMA_DEMO, '--params-file', SIM_1KHZ,
+         '--params-file', RATE_AND_WATCHDOG,
          '-p', 'use_sim_time:=false'],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

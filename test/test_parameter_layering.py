@@ -337,14 +337,15 @@ def test_command_line_minus_p_wins_over_node_sections_and_renamed_nodes_keep_the
         tmp_path):
     """`layered_arguments` (what the nodes do before rclpy.init): with the rename
     `-r __node:=my_ctrl`, config/sim.yaml's section for computed_torque_controller still
-    applies; `-p gains.kp:=...` wins over it; a later /** file wins over it too."""
+    applies; `-p command_topic:=...` wins over it; a later /** file wins over it too."""
     override = write_sections(tmp_path / 'o.yaml', [('/**', {'state_timeout': 0.3})])
     args = ['ctrl', '--ros-args', '--params-file', PUMA, '--params-file', SIM,
             '--params-file', override, '-r', '__node:=my_ctrl',
-            '-p', f'gains.kp:={[150.0] * 6}']
+            '-p', 'command_topic:=/effort_controller/commands']
     unrenamed = [arg for arg in args[2:] if arg not in ('-r', '__node:=my_ctrl')]
     plain = rcl_parameters(unrenamed, CONTROLLER)      # rcl alone, the usual name:
-    assert plain['gains.kp'] == [100.0] * 6            # sim.yaml's section over -p
+    assert plain['command_topic'] == 'effort_controller/commands'   # sim.yaml's section
+    #                                                    over -p
     assert plain['state_timeout'] == 0.5               # and over the later /** file
     renamed = rcl_parameters(args[2:], CONTROLLER)     # rcl alone, renamed to my_ctrl
     assert 'control_mode' not in renamed                # sim.yaml's sections lost
@@ -355,7 +356,7 @@ def test_command_line_minus_p_wins_over_node_sections_and_renamed_nodes_keep_the
     finally:
         os.remove(merged)
     assert got['control_mode'] == 'on_state'           # sim.yaml's section followed the node
-    assert got['gains.kp'] == [150.0] * 6              # -p over the node section
+    assert got['command_topic'] == '/effort_controller/commands'    # -p over the section
     assert got['state_timeout'] == 0.3                 # the later /** file over it
     assert got['robot.position_min'] == plain['robot.position_min']
 

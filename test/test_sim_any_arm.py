@@ -83,7 +83,7 @@ def test_the_demo_runs_on_every_arm_and_tracks_within_one_control_period(
     table_file = tmp_path / 'run.csv'
     option = ['--robot', name] if kind == 'preset' else ['--params-file', robot]
     assert sim.main([*option, '--duration', str(DURATION), '--integration-step', '0.002',
-                     '--csv', str(table_file), '--ros-args', '--log-level', 'warn']) == 0
+                     '--csv', str(table_file)]) == 0
     model = RobotModel.from_yaml(robot)
     names, run = read_run(table_file)
     assert len(names) == model.n
@@ -275,7 +275,7 @@ def test_timer_mode_runs_with_the_plant_clock_running_free(capfd, monkeypatch):
     controller's timer on it."""
     monkeypatch.setattr(sim, 'DOMAIN_CHECK_WAIT', 0.0)
     assert sim.main(['--duration', '0.5', '--real-time-factor', '1', '--ros-args',
-                     '--log-level', 'warn', '-p', 'control_mode:=timer', '-p',
+                     '-p', 'control_mode:=timer', '-p',
                      'plant_simulator:lockstep:=false']) == 0
     out = capfd.readouterr().out
     assert 'simulated 0.5' in out and 'no tracking error received' not in out, out
@@ -323,7 +323,7 @@ def test_plot_and_csv_into_a_missing_folder_are_made(tmp_path, monkeypatch):
     assert sim.output_problem(str(figure), plot=True) is None
     (tmp_path / 'file').write_text('')
     assert 'is not a directory' in sim.output_problem(str(tmp_path / 'file' / 'x.png'))
-    argv = ['--duration', '0.3', '--csv', str(table), '--ros-args', '--log-level', 'warn']
+    argv = ['--duration', '0.3', '--csv', str(table)]
     if sim.matplotlib_figure() is not None:
         argv = ['--plot', str(figure)] + argv
     assert sim.main(argv) == 0
