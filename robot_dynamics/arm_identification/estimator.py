@@ -2,6 +2,7 @@
 constraints, a semidefinite program) and `validation_errors`."""
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -226,22 +227,19 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     move. The estimate is still returned (the prior holds those directions); callers that
     must not write a poor model check ``result.excited``.
     """
-    import time
-    timing = {}
-    start = time.perf_counter()
+    stopwatch = _Stopwatch()
     _require('scipy.signal')
     _require('cvxpy')
-    timing['imports'] = time.perf_counter() - start
-    start = time.perf_counter()
+    stopwatch.lap('imports')
     prior = _with_laws(prior_model, friction)
     n = prior.n
-    laws = prior.friction_model
     velocities = np.array(prior.stribeck_velocity, dtype=float)
-    smooth = [j for j in range(n) if laws[j] in ('tanh', 'stribeck')]
+    smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
     grid = [] if velocity_grid is None else [float(v) for v in velocity_grid]
     if any(not (math.isfinite(v) and v > 0.0) for v in grid):
         raise ValueError(f'velocity_grid: expected positive velocities, got {velocity_grid}')
-    keys, functions = _feature_functions(laws, [[velocities[j], *grid] for j in range(n)])
+    keys, functions = _feature_functions(prior.friction_model,
+                                         [[velocities[j], *grid] for j in range(n)])
     gains = payload_recording is not None
     if gains and payload is None:
         raise ValueError('payload: the payload recording needs the payload\'s mass, com '
@@ -249,137 +247,229 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     recordings = [(t, q, qd, tau)] + ([tuple(payload_recording)] if gains else [])
     data = [_prepare(prior, *r, cutoff_frequency, sample_rate, friction_velocity,
                      effort_timing, functions) for r in recordings]
-    timing['filter'] = time.perf_counter() - start
-    start = time.perf_counter()
+    stopwatch.lap('filter')
     base = base_parameters(prior, offset) if base is None else base
-    timing['base parameters'] = time.perf_counter() - start
-    start = time.perf_counter()
-    filtered = [dict(zip(keys, d.features), sign=d.coulomb) for d in data]
-    Y = [arm_regressor(prior, d.q, d.qd, d.qdd, offset=offset) for d in data]
+    stopwatch.lap('base parameters')
+    equations = _Equations(prior, offset, data, keys, velocities)
+    stopwatch.lap('regressor')
+    equations.normal_equations(payload if gains else None)
+    stopwatch.lap('normal equations')
+    p, P = equations.p, equations.P
+    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
+    effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
+    scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
+    if smooth and grid:
+        _search_velocity_scales(equations, smooth, grid, ix, 1.0 / scale0 ** 2)
+        stopwatch.lap('velocity scales')
+    sigma, weights = _residual_weights(equations, ix, scale0)
+    names = base.base_names + [f'joint{j + 1}.drive_gain' for j in range(P - p)]
+    condition, not_excited = _conditioning(equations, weights, ix, names, friction_velocity,
+                                         max_condition)
+    stopwatch.lap('least squares')
+    beta_wls, covariance, inflation, essential = _uncertainty(
+        equations, t, weights, ix, base.rank, sample_rate, cutoff_frequency, essential_ratio)
+    stopwatch.lap('uncertainty')
+    phi0, std, nonnegative = _prior(equations, prior_relative)
+    if constrained:
+        # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
+        R, z = _compress(*_weighted(equations.G_j, equations.h_j, weights, None))
+        stopwatch.lap('compression')
+        solution = _solve_sdp(R, z, phi0, std, n, equations.k, nonnegative, solver, verbose)
+        stopwatch.lap('semidefinite program')
+    else:
+        K = base.K
+        correction = np.linalg.lstsq(K, beta_wls[:base.rank] - K @ phi0[:p], rcond=None)[0]
+        solution = np.concatenate((phi0[:p] + correction, beta_wls[base.rank:]))
+    phi, drive_gain, offsets = _split_solution(equations, solution, gains)
+    issues = physical_consistency_issues(phi, n, terms=equations.terms)
+    try:
+        model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
+    except ValueError:
+        if constrained:
+            raise
+        model = None
+    fit = [equations.rows(j)[1] - equations.rows(j)[0] @ solution for j in range(n)]
+    timing = stopwatch.timing
+    timing['total'] = sum(timing.values())
+    rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
+    fixed = _fixed_text(base.rank, p, prior_relative)
+    counts = equations.counts
+    uncertainty = _base_uncertainty(base, solution, names, beta_wls, covariance, inflation,
+                                    essential, counts, p, ix)
+    return ArmIdentification(
+        model=model, phi=phi, base=base, beta=base.values(phi), condition_number=condition,
+        samples=int(sum(d.q.shape[0] for d in data)), rows=int(np.sum(counts)),
+        raw_samples=sum(d.raw_samples for d in data), rms_residual=rms, sigma=sigma,
+        not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
+        offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
+        friction_model=prior.friction_model, stribeck_velocity=velocities)
 
-    def set_columns():
-        for Yr, d, f in zip(Y, data, filtered):
-            _set_friction_columns(Yr, prior, offset, friction_columns(laws, velocities,
+
+class _Stopwatch:
+    """Seconds per stage of `identify_arm` (`ArmIdentification.timing`)."""
+
+    def __init__(self):
+        self.timing = {}
+        self.start = time.perf_counter()
+
+    def lap(self, stage):
+        self.timing[stage] = time.perf_counter() - self.start
+        self.start = time.perf_counter()
+
+
+class _Equations:
+    """`identify_arm`'s equations, joint by joint: the regressor Y of every recording (the
+    friction columns filtered like the efforts, `_prepare`'s features), joint j's rows
+    A_j (N_j, P), b_j (the samples where it moves, of every recording) and the normal
+    equations G_j = A_jᵀA_j (n, P, P), h_j = A_jᵀb_j (n, P), yy_j = b_jᵀb_j (n,), counts
+    N_j (n,). With a payload the unknowns are φ (p) and the n drive gains (P = p + n).
+    `velocities` (n,) is updated in place by `set_velocity`."""
+
+    def __init__(self, prior, offset, data, keys, velocities):
+        self.prior, self.offset, self.data = prior, offset, data
+        self.n = prior.n
+        self.laws = prior.friction_model
+        self.velocities = velocities
+        self.terms = joint_terms(prior, offset)
+        self.k = _per_index(prior, offset)
+        self.filtered = [dict(zip(keys, d.features), sign=d.coulomb) for d in data]
+        self.Y = [arm_regressor(prior, d.q, d.qd, d.qdd, offset=offset) for d in data]
+        for Yr, d, f in zip(self.Y, data, self.filtered):
+            _set_friction_columns(Yr, prior, offset, friction_columns(self.laws, velocities,
                                                                       d.qd, f))
-    set_columns()
-    level_terms = [(t, term) for t, term in enumerate(joint_terms(prior, offset))
-                   if term in FRICTION_LEVELS]
+        self.level_terms = [(t, term) for t, term in enumerate(self.terms)
+                            if term in FRICTION_LEVELS]
+        self.p = self.Y[0].shape[-1]
+        self.P = self.p
+        self.payload_torque = None
+        self.cache = {}
 
-    def set_joint(j):
-        """Joint j's friction columns for its current velocity scale."""
-        key = (laws[j], float(velocities[j]))
-        for Yr, d, f in zip(Y, data, filtered):
-            columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
-                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
-            k_ = Yr.shape[-1] // n
-            for t, term in level_terms:
-                Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
-    timing['regressor'] = time.perf_counter() - start
-    start = time.perf_counter()
-    p = Y[0].shape[-1]
-    k = _per_index(prior, offset)
-    P = p + (n if gains else 0)
-    payload_torque = (Y[1][..., (n - 1) * k:(n - 1) * k + 10] @ _payload_vector(payload)
-                      if gains else None)
+    def normal_equations(self, payload=None):
+        """Build every joint's rows and normal equations; `payload`: the payload of the
+        second recording (drive gains estimated), None without."""
+        n, k, p = self.n, self.k, self.p
+        if payload is not None:
+            self.P = p + n
+            self.payload_torque = (self.Y[1][..., (n - 1) * k:(n - 1) * k + 10]
+                                   @ _payload_vector(payload))
+        self.G_j = np.empty((n, self.P, self.P))
+        self.h_j = np.empty((n, self.P))
+        self.yy = np.empty(n)
+        self.counts = np.array([sum(int(np.sum(d.mask[:, j])) for d in self.data)
+                                for j in range(n)], dtype=float)
+        for j in range(n):
+            A, b = self.rows(j)
+            # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
+            self.G_j[j] = np.einsum('kp,kq->pq', A, A)
+            self.h_j[j] = np.einsum('kp,k->p', A, b)
+            self.yy[j] = float(b @ b)
 
-    def build(j):
+    def rows(self, j):
         """A_j (N_j, P), b_j (N_j,): joint j's equations of every recording."""
+        if j not in self.cache:
+            self.cache[j] = self._build(j)
+        return self.cache[j]
+
+    def _build(self, j):
+        gains = self.payload_torque is not None
         A, b = [], []
-        for r, d in enumerate(data):
+        for r, d in enumerate(self.data):
             m = d.mask[:, j]
-            block = np.zeros((int(np.sum(m)), P))
-            block[:, :p] = Y[r][m, j]
+            block = np.zeros((int(np.sum(m)), self.P))
+            block[:, :self.p] = self.Y[r][m, j]
             if gains:
-                block[:, p + j] = -d.tau[m, j]
-                b.append(np.zeros(block.shape[0]) if r == 0 else -payload_torque[m, j])
+                block[:, self.p + j] = -d.tau[m, j]
+                b.append(np.zeros(block.shape[0]) if r == 0 else -self.payload_torque[m, j])
             else:
                 b.append(d.tau[m, j])
             A.append(block)
         return np.concatenate(A), np.concatenate(b)
 
-    cache = {}
+    def level_columns(self, j):
+        """Joint j's friction-level columns of φ."""
+        return [j * self.k + 10 + t for t, term in enumerate(self.terms)
+                if term in FRICTION_LEVELS]
 
-    def rows(j):
-        if j not in cache:
-            cache[j] = build(j)
-        return cache[j]
+    def set_velocity(self, j, v):
+        """Joint j's velocity scale set to v: its friction columns of Y, its rows and its
+        normal equations updated."""
+        self.velocities[j] = v
+        self._set_joint(j)
+        self._refresh(j, self.level_columns(j))
 
-    def refresh(j, columns):
+    def _set_joint(self, j):
+        """Joint j's friction columns of Y for its current velocity scale."""
+        laws, velocities, n = self.laws, self.velocities, self.n
+        key = (laws[j], float(velocities[j]))
+        for Yr, d, f in zip(self.Y, self.data, self.filtered):
+            columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
+                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
+            k_ = Yr.shape[-1] // n
+            for t, term in self.level_terms:
+                Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
+
+    def _refresh(self, j, columns):
         """Joint j's friction columns `columns` taken again from Y, normal equations
         updated."""
-        A, b = rows(j)
-        A[:, columns] = np.concatenate([Y[r][:, j, columns][d.mask[:, j]]
-                                        for r, d in enumerate(data)])
-        G_j[j][:, columns] = np.einsum('kp,kq->pq', A, A[:, columns])
-        G_j[j][columns, :] = G_j[j][:, columns].T
-        h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
+        A, b = self.rows(j)
+        A[:, columns] = np.concatenate([self.Y[r][:, j, columns][d.mask[:, j]]
+                                        for r, d in enumerate(self.data)])
+        self.G_j[j][:, columns] = np.einsum('kp,kq->pq', A, A[:, columns])
+        self.G_j[j][columns, :] = self.G_j[j][:, columns].T
+        self.h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
 
-    G_j = np.empty((n, P, P))
-    h_j = np.empty((n, P))
-    yy = np.empty(n)
-    counts = np.array([sum(int(np.sum(d.mask[:, j])) for d in data) for j in range(n)],
-                      dtype=float)
 
-    def normal_equations(j):
-        A, b = rows(j)
-        # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
-        G_j[j] = np.einsum('kp,kq->pq', A, A)
-        h_j[j] = np.einsum('kp,k->p', A, b)
-        yy[j] = float(b @ b)
+def _search_velocity_scales(equations, smooth, grid, ix, weights0):
+    """The velocity scales of the `smooth` joints: a search over the grid, one joint at a
+    time (two sweeps), each keeping the v_s whose weighted least-squares fit of the base
+    parameters `ix` leaves the smallest residual."""
+    G_j, h_j, yy = equations.G_j, equations.h_j, equations.yy
 
-    for j in range(n):
-        normal_equations(j)
-    timing['normal equations'] = time.perf_counter() - start
-    start = time.perf_counter()
-    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
-    effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
-    scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
-    if smooth and grid:
-        # the velocity scales: a search over the grid, one joint at a time
-        weights0 = 1.0 / scale0 ** 2
+    def weighted_residual():
+        G, h = _weighted(G_j, h_j, weights0, ix)
+        x = _inverse(G, h)
+        return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
+    velocities = equations.velocities
+    for _ in range(2):
+        for j in smooth:
+            best = None
+            for v in sorted(set([velocities[j], *grid])):
+                equations.set_velocity(j, v)
+                value = weighted_residual()
+                if best is None or value < best[0]:
+                    best = (value, v)
+            equations.set_velocity(j, best[1])
 
-        def weighted_residual():
-            G, h = _weighted(G_j, h_j, weights0, ix)
-            x = _inverse(G, h)
-            return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
-        for _ in range(2):
-            for j in smooth:
-                columns = [j * k + 10 + t for t, term in enumerate(joint_terms(prior, offset))
-                           if term in FRICTION_LEVELS]
-                best = None
-                for v in sorted(set([velocities[j], *grid])):
-                    velocities[j] = v
-                    set_joint(j)
-                    refresh(j, columns)
-                    value = weighted_residual()
-                    if best is None or value < best[0]:
-                        best = (value, v)
-                velocities[j] = best[1]
-                set_joint(j)
-                refresh(j, columns)
-        timing['velocity scales'] = time.perf_counter() - start
-        start = time.perf_counter()
-    # ordinary, then weighted least squares on the base parameters: σ_j and excitation
-    beta0 = _inverse(*_weighted(G_j, h_j, 1.0 / scale0 ** 2, ix))
+
+def _residual_weights(equations, ix, scale0):
+    """σ (n,) and the weights 1/σ² (n,): each joint's RMS residual of an ordinary least
+    squares on the base parameters `ix` (rows scaled by `scale0`, each joint's RMS
+    effort), at least 0.1 % of its RMS effort."""
+    beta0 = _inverse(*_weighted(equations.G_j, equations.h_j, 1.0 / scale0 ** 2, ix))
     residuals = []
-    for j in range(n):
-        A, b = rows(j)
+    for j in range(equations.n):
+        A, b = equations.rows(j)
         residuals.append(b - A[:, ix] @ beta0)
     sigma = np.array([math.sqrt(np.mean(r ** 2)) if r.size else scale0[j]
                       for j, r in enumerate(residuals)])
     # at least 0.1 % of each joint's RMS effort: exact (simulated) data would otherwise
     # weigh the data 10⁸ times the prior and leave the conic solver without precision
     sigma = np.maximum(sigma, 1e-3 * scale0)
-    weights = 1.0 / sigma ** 2
-    G_b, _ = _weighted(G_j, h_j, weights, ix)
+    return sigma, 1.0 / sigma ** 2
+
+
+def _conditioning(equations, weights, ix, names, friction_velocity, max_condition):
+    """The condition number of the weighted base regressor with unit-norm columns, and
+    what the data do not determine: joints that did not move, and the base parameters
+    (`names`) that dominate the directions weaker than 1/`max_condition`."""
+    G_b, _ = _weighted(equations.G_j, equations.h_j, weights, ix)
     d = np.sqrt(np.diag(G_b))
     d = np.where(d > 0.0, d, 1.0)
     eigenvalues, vectors = np.linalg.eigh(G_b / np.outer(d, d))
     condition = (math.sqrt(eigenvalues[-1] / eigenvalues[0]) if eigenvalues[0] > 0.0
                  else math.inf)
     not_excited = [f'joint{j + 1} (did not move faster than {friction_velocity:g})'
-                   for j in range(n) if counts[j] == 0]
-    names = base.base_names + [f'joint{j + 1}.drive_gain' for j in range(P - p)]
+                   for j in range(equations.n) if equations.counts[j] == 0]
     if not condition <= max_condition:
         weak = eigenvalues < eigenvalues[-1] / max_condition ** 2
         for v in vectors[:, weak].T:
@@ -388,11 +478,12 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                     break
                 if names[c] not in not_excited:
                     not_excited.append(names[c])
-    timing['least squares'] = time.perf_counter() - start
-    start = time.perf_counter()
-    # uncertainty of the weighted least-squares estimate; the essential parameters
-    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
-    middle = np.zeros((len(ix), len(ix)))
+    return condition, not_excited
+
+
+def _noise_spectrum(t, sample_rate, cutoff_frequency):
+    """(decimation, shape): `_long_run`'s spectral shape of white noise on the recording's
+    full-rate grid after `_prepare`'s filter and decimation (`_noise_shape`)."""
     full_rate = 1.0 / max(float(np.median(np.diff(np.asarray(
         t if np.ndim(t[0]) == 0 else t[0], dtype=float)))), 1e-9)
     decimation = max(1, int(round(full_rate / sample_rate)))
@@ -403,11 +494,24 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         weight = np.full(len(power), 2.0)
         weight[0] = weight[-1] = 1.0
         return power / (float(weight @ power) / F)
+    return decimation, shape
+
+
+def _uncertainty(equations, t, weights, ix, rank, sample_rate, cutoff_frequency,
+                 essential_ratio):
+    """The weighted least-squares estimate of the base parameters `ix`, its covariance
+    with the residuals' correlation in time (`_long_run`), the per-joint inflation and the
+    essential parameters (the drive gains, entries from `rank` on, always kept)."""
+    G_j, h_j, yy, counts = equations.G_j, equations.h_j, equations.yy, equations.counts
+    n = equations.n
+    beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
+    middle = np.zeros((len(ix), len(ix)))
+    _, shape = _noise_spectrum(t, sample_rate, cutoff_frequency)
     inflation = np.full(n, float(shape(64)[0]))
     for j in range(n):
-        A, b = rows(j)
+        A, b = equations.rows(j)
         positions, first = [], 0
-        for d in data:      # the rows' places in time (recordings apart by 1000 samples)
+        for d in equations.data:    # the rows' places in time (recordings 1000 samples apart)
             positions.append(first + np.flatnonzero(d.mask[:, j]))
             first += d.mask.shape[0] + 1000
         middle += weights[j] ** 2 * _long_run(A[:, ix], b - A[:, ix] @ beta_wls,
@@ -416,72 +520,69 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     inverse = _inverse(_weighted(G_j, h_j, weights, ix)[0])
     covariance = inverse @ middle @ inverse * (np.sum(counts) / dof)
     essential = essential_parameters(G_j, h_j, yy, counts, weights, inflation, ix,
-                                     essential_ratio, keep=range(base.rank, len(ix)))
-    timing['uncertainty'] = time.perf_counter() - start
-    start = time.perf_counter()
-    # the compressed full-parameter problem: ‖A φ − b‖² = ‖R φ − z‖² + const
-    G, h = _weighted(G_j, h_j, weights, None)
-    terms = joint_terms(prior, offset)
+                                     essential_ratio, keep=range(rank, len(ix)))
+    return beta_wls, covariance, inflation, essential
+
+
+def _prior(equations, prior_relative):
+    """φ0 (P,): the prior model's parameters (drive gains 1; with drive gains the offsets,
+    in joint efforts k·o, around 0), the prior's standard deviations (P,) and which
+    entries must be non-negative (armature, friction levels, drive gains)."""
+    prior, offset, n, p, P = equations.prior, equations.offset, equations.n, equations.p, \
+        equations.P
+    terms = equations.terms
     phi0 = np.concatenate((arm_parameters(prior, offset), np.ones(P - p)))
-    if gains:           # offsets in joint efforts (k·o): around 0
+    if P > p:           # offsets in joint efforts (k·o): around 0
         phi0[:p][np.tile(np.r_[np.zeros(10, bool), np.array(terms) == 'offset'], n)] = 0.0
     std = np.concatenate((_prior_std(prior, phi0[:p], offset, prior_relative),
                           np.full(P - p, 10.0)))
     nonnegative = np.concatenate((np.tile(np.r_[np.zeros(10, bool), [term != 'offset'
                                                                       for term in terms]], n),
                                   np.ones(P - p, bool)))
-    if constrained:
-        R, z = _compress(G, h)
-        timing['compression'] = time.perf_counter() - start
-        start = time.perf_counter()
-        solution = _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose)
-        timing['semidefinite program'] = time.perf_counter() - start
-    else:
-        K = base.K
-        correction = np.linalg.lstsq(K, beta_wls[:base.rank] - K @ phi0[:p], rcond=None)[0]
-        solution = np.concatenate((phi0[:p] + correction, beta_wls[base.rank:]))
+    return phi0, std, nonnegative
+
+
+def _split_solution(equations, solution, gains):
+    """φ (p,), the drive gains (n,) or None, the effort offsets (n,) or None of a solution
+    (P,); with drive gains the offset column (k·o) divided by the gain."""
+    p, n, k = equations.p, equations.n, equations.k
     phi, drive_gain = solution[:p].copy(), (solution[p:] if gains else None)
     blocks = phi.reshape(n, k)
     offsets = None
-    if offset:
-        column = 10 + terms.index('offset')
+    if equations.offset:
+        column = 10 + equations.terms.index('offset')
         if gains:            # the offset column is in joint efforts: k·o
             blocks[:, column] = blocks[:, column] / drive_gain
         offsets = blocks[:, column].copy()
-    issues = physical_consistency_issues(phi, n, terms=terms)
-    try:
-        model = model_with_parameters(prior, phi, stribeck_velocity=velocities)
-    except ValueError:
-        if constrained:
-            raise
-        model = None
-    fit = [rows(j)[1] - rows(j)[0] @ solution for j in range(n)]
-    timing['total'] = sum(timing.values())
-    rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
-    fixed = (f'{base.rank} of {p} parameter combinations (the base parameters) are '
-             f'determined by the data; the other {p - base.rank} directions, and any '
-             f'poorly excited ones, come from the prior model (Gaussian prior, standard '
-             f'deviation {prior_relative:g} of each link\'s mass scale, length scale '
-             f'max(|c|, 0.1 m)), under physical-consistency constraints (pseudo-inertia '
-             f'positive definite per link, armature and friction >= 0).')
+    return phi, drive_gain, offsets
+
+
+def _fixed_text(rank, p, prior_relative):
+    """`ArmIdentification.fixed`: how the directions the data do not determine were fixed."""
+    return (f'{rank} of {p} parameter combinations (the base parameters) are '
+            f'determined by the data; the other {p - rank} directions, and any '
+            f'poorly excited ones, come from the prior model (Gaussian prior, standard '
+            f'deviation {prior_relative:g} of each link\'s mass scale, length scale '
+            f'max(|c|, 0.1 m)), under physical-consistency constraints (pseudo-inertia '
+            f'positive definite per link, armature and friction >= 0).')
+
+
+def _base_uncertainty(base, solution, names, beta_wls, covariance, inflation, essential,
+                      counts, p, ix):
+    """The `BaseUncertainty` of a solution (P,): its base parameters (and drive gains)
+    with the weighted least-squares estimate's standard deviations."""
+    P = len(solution)
     value = np.concatenate((base.values(solution[:p]), solution[p:]))
     std_wls = np.sqrt(np.maximum(np.diag(covariance), 0.0))
     with np.errstate(divide='ignore', invalid='ignore'):
         relative = np.where(value != 0.0, std_wls / np.abs(value), math.inf)
     expressions = base.describe().splitlines() + [
         f'drive gain of joint {j + 1}: joint effort / recorded effort' for j in range(P - p)]
-    uncertainty = BaseUncertainty(
+    return BaseUncertainty(
         names=names, expressions=expressions, value=value, wls=beta_wls, std=std_wls,
         relative_std=relative, essential=np.isin(np.arange(len(ix)), essential),
         covariance=covariance, inflation=inflation,
         dof=int(np.sum(counts)) - len(ix))
-    return ArmIdentification(
-        model=model, phi=phi, base=base, beta=base.values(phi), condition_number=condition,
-        samples=int(sum(d.q.shape[0] for d in data)), rows=int(np.sum(counts)),
-        raw_samples=sum(d.raw_samples for d in data), rms_residual=rms, sigma=sigma,
-        not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
-        offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
-        friction_model=laws, stribeck_velocity=velocities)
 
 
 def _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose):
