@@ -136,6 +136,48 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
     each candidate's motion is then also scaled down, all joints together, until it is
     admissible. Raises ValueError when q0 is outside the limits or violates `constraint`."""
     optimize = _require('scipy.optimize')
+    q0 = _checked_start(model, q0, constraint)
+    limits = excitation_limits(model, **margins) if limits is None else limits
+    duration = float(duration)
+    if not duration > 0.0:
+        raise ValueError(f'duration: must be > 0, got {duration}')
+    harmonics = int(harmonics)
+    if harmonics < 2:
+        raise ValueError(f'harmonics: need at least 2, got {harmonics}')
+    periods = max(1, int(round(duration * base_frequency)))
+    omega = 2.0 * math.pi * periods / duration
+    planner = _Planner(model, q0, omega, harmonics, samples, limits, offset, constraint)
+    rng = np.random.default_rng(seed)
+    best = None
+    for _ in range(max(1, int(candidates))):
+        x = rng.normal(size=model.n * 2 * planner.h1) / np.tile(
+            np.concatenate((planner.orders[1:], planner.orders[1:])), model.n)
+        value = planner.objective(x)
+        if best is None or value < best[0]:
+            best = (value, x)
+    value, x = best
+    if iterations > 0:
+        result = optimize.minimize(planner.objective, x, method='L-BFGS-B',
+                                   options={'maxiter': int(iterations), 'eps': 1e-4})
+        if result.fun < value:
+            value, x = result.fun, result.x
+    a, b, *_ = planner.trajectory(x)
+    # the bounds were imposed at the optimisation's samples: check them on a fine grid
+    # (2000 points per period) and scale a joint down where it exceeds one between samples
+    fine = Excitation(duration, omega, q0, a, b)
+    dq, qd, qdd = fine.sample(np.linspace(0.0, 2.0 * math.pi / omega, 2001))
+    dq = dq - q0
+    factor = planner.scale(dq, qd, qdd)
+    a, b = a * factor[:, None], b * factor[:, None]
+    if np.any(factor < 1.0):
+        q, qd, qdd = Excitation(duration, omega, q0, a, b).sample(planner.t)
+        value = planner.log_condition(q, qd, qdd)
+    return Excitation(duration, omega, q0, a, b, condition=math.exp(value), limits=limits)
+
+
+def _checked_start(model, q0, constraint):
+    """q0 as (n,) floats; ValueError when it is not finite, outside the position limits
+    or violates `constraint`."""
     n = model.n
     q0 = np.asarray(q0, dtype=float).reshape(-1)
     if q0.shape != (n,) or not np.all(np.isfinite(q0)):
@@ -146,56 +188,74 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
                          f'[{model.position_min[bad[0]]}, {model.position_max[bad[0]]}]')
     if constraint is not None and constraint(q0[None, :]) > 0.0:
         raise ValueError(f'q0: {q0.tolist()} violates the constraint')
-    limits = excitation_limits(model, **margins) if limits is None else limits
-    duration = float(duration)
-    if not duration > 0.0:
-        raise ValueError(f'duration: must be > 0, got {duration}')
-    harmonics = int(harmonics)
-    if harmonics < 2:
-        raise ValueError(f'harmonics: need at least 2, got {harmonics}')
-    periods = max(1, int(round(duration * base_frequency)))
-    omega = 2.0 * math.pi * periods / duration
-    orders = np.arange(1, harmonics + 1, dtype=float)
-    Na, Nb = _null_basis(orders), _null_basis(orders ** 2)
-    h1 = harmonics - 1
-    t = np.linspace(0.0, 2.0 * math.pi / omega, samples, endpoint=False)
-    phase = omega * np.outer(t, orders)
-    S, C = np.sin(phase), np.cos(phase) - 1.0
-    w = omega * orders
-    Sd, Cd = np.cos(phase) * w, -np.sin(phase) * w
-    Sdd, Cdd = -np.sin(phase) * w ** 2, -np.cos(phase) * w ** 2
-    up = np.maximum(limits['position_max'] - q0, 0.0)
-    down = np.maximum(q0 - limits['position_min'], 0.0)
-    base = base_parameters(model, offset)
-    cache = {}
+    return q0
 
-    def trajectory(x):
-        X = x.reshape(n, 2 * h1)
-        a, b = X[:, :h1] @ Na.T, X[:, h1:] @ Nb.T
-        dq = S @ a.T + C @ b.T
-        qd = Sd @ a.T + Cd @ b.T
-        qdd = Sdd @ a.T + Cdd @ b.T
+
+class _Planner:
+    """`optimal_excitation`'s objective: the series' free coefficients x (n·2(H−1): per
+    joint the sine then the cosine coefficients in the bases of the rest conditions) ->
+    the motion at `samples` points of one period, scaled into the bounds, and the log
+    condition number of its weighted base regressor."""
+
+    def __init__(self, model, q0, omega, harmonics, samples, limits, offset, constraint):
+        self.model, self.q0, self.limits, self.offset = model, q0, limits, offset
+        self.constraint = constraint
+        self.orders = orders = np.arange(1, harmonics + 1, dtype=float)
+        self.Na, self.Nb = _null_basis(orders), _null_basis(orders ** 2)
+        self.h1 = harmonics - 1
+        self.t = np.linspace(0.0, 2.0 * math.pi / omega, samples, endpoint=False)
+        phase = omega * np.outer(self.t, orders)
+        self.S, self.C = np.sin(phase), np.cos(phase) - 1.0
+        w = omega * orders
+        self.Sd, self.Cd = np.cos(phase) * w, -np.sin(phase) * w
+        self.Sdd, self.Cdd = -np.sin(phase) * w ** 2, -np.cos(phase) * w ** 2
+        self.up = np.maximum(limits['position_max'] - q0, 0.0)
+        self.down = np.maximum(q0 - limits['position_min'], 0.0)
+        self.base = base_parameters(model, offset)
+        self.weights = None
+
+    def scale(self, dq, qd, qdd):
+        """Per joint factor (n,) in [0, 1] that brings the motion q0 + dq (with its q̇,
+        q̈) within the position, velocity and acceleration bounds, then all joints
+        together within `constraint`."""
+        n = dq.shape[1]
+        limits = self.limits
         with np.errstate(divide='ignore', invalid='ignore'):
             factor = np.ones(n)
-            for excess, room in ((np.max(dq, axis=0), up), (np.max(-dq, axis=0), down),
+            for excess, room in ((np.max(dq, axis=0), self.up),
+                                 (np.max(-dq, axis=0), self.down),
                                  (np.max(np.abs(qd), axis=0), limits['velocity']),
                                  (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
                 factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
         factor = np.nan_to_num(factor)
-        if constraint is not None:
+        if self.constraint is not None:
+            constraint, q0 = self.constraint, self.q0
             factor = factor * _admissible_scale(lambda s: constraint(q0 + dq * (s * factor)))
-        return a * factor[:, None], b * factor[:, None], q0 + dq * factor, qd * factor, \
-            qdd * factor
+        return factor
 
-    def objective(x):
-        return _log_condition(*trajectory(x)[2:])
+    def trajectory(self, x):
+        """(a, b (n, H), q, q̇, q̈ (samples, n)) of coefficients x, scaled into bounds."""
+        X = x.reshape(self.model.n, 2 * self.h1)
+        a, b = X[:, :self.h1] @ self.Na.T, X[:, self.h1:] @ self.Nb.T
+        dq = self.S @ a.T + self.C @ b.T
+        qd = self.Sd @ a.T + self.Cd @ b.T
+        qdd = self.Sdd @ a.T + self.Cdd @ b.T
+        factor = self.scale(dq, qd, qdd)
+        return a * factor[:, None], b * factor[:, None], self.q0 + dq * factor, \
+            qd * factor, qdd * factor
 
-    def _log_condition(q, qd, qdd):
-        Y = base.regressor(arm_regressor(model, q, qd, qdd, offset=offset))
-        if 'weights' not in cache:
+    def objective(self, x):
+        return self.log_condition(*self.trajectory(x)[2:])
+
+    def log_condition(self, q, qd, qdd):
+        """log cond(W Y_b S) (50 for a singular one); W: each joint's rows divided by its
+        RMS effort along the first motion evaluated."""
+        model = self.model
+        Y = self.base.regressor(arm_regressor(model, q, qd, qdd, offset=self.offset))
+        if self.weights is None:
             tau = dynamics.inverse_dynamics(model, q, qd, qdd)
-            cache['weights'] = 1.0 / np.maximum(np.sqrt(np.mean(tau ** 2, axis=0)), 1e-3)
-        Y = (Y * cache['weights'][None, :, None]).reshape(-1, Y.shape[-1])
+            self.weights = 1.0 / np.maximum(np.sqrt(np.mean(tau ** 2, axis=0)), 1e-3)
+        Y = (Y * self.weights[None, :, None]).reshape(-1, Y.shape[-1])
         G = Y.T @ Y
         d = np.sqrt(np.diag(G))
         if not np.all(d > 0.0):
@@ -204,37 +264,3 @@ def optimal_excitation(model, duration, q0, seed=0, harmonics=5, base_frequency=
         if not eigenvalues[0] > 1e-20:
             return 50.0
         return 0.5 * math.log(eigenvalues[-1] / eigenvalues[0])
-
-    rng = np.random.default_rng(seed)
-    best = None
-    for _ in range(max(1, int(candidates))):
-        x = rng.normal(size=n * 2 * h1) / np.tile(np.concatenate((orders[1:], orders[1:])), n)
-        value = objective(x)
-        if best is None or value < best[0]:
-            best = (value, x)
-    value, x = best
-    if iterations > 0:
-        result = optimize.minimize(objective, x, method='L-BFGS-B',
-                                   options={'maxiter': int(iterations), 'eps': 1e-4})
-        if result.fun < value:
-            value, x = result.fun, result.x
-    a, b, *_ = trajectory(x)
-    # the bounds were imposed at the optimisation's samples: check them on a fine grid
-    # (2000 points per period) and scale a joint down where it exceeds one between samples
-    fine = Excitation(duration, omega, q0, a, b)
-    dq, qd, qdd = fine.sample(np.linspace(0.0, 2.0 * math.pi / omega, 2001))
-    dq = dq - q0
-    with np.errstate(divide='ignore', invalid='ignore'):
-        factor = np.ones(n)
-        for excess, room in ((np.max(dq, axis=0), up), (np.max(-dq, axis=0), down),
-                             (np.max(np.abs(qd), axis=0), limits['velocity']),
-                             (np.max(np.abs(qdd), axis=0), limits['acceleration'])):
-            factor = np.minimum(factor, np.where(excess > room, room / excess, 1.0))
-    factor = np.nan_to_num(factor)
-    if constraint is not None:
-        factor = factor * _admissible_scale(lambda s: constraint(q0 + dq * (s * factor)))
-    a, b = a * factor[:, None], b * factor[:, None]
-    if np.any(factor < 1.0):
-        q, qd, qdd = Excitation(duration, omega, q0, a, b).sample(t)
-        value = _log_condition(q, qd, qdd)
-    return Excitation(duration, omega, q0, a, b, condition=math.exp(value), limits=limits)
