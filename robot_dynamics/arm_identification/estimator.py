@@ -235,9 +235,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     n = prior.n
     velocities = np.array(prior.stribeck_velocity, dtype=float)
     smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
-    grid = [] if velocity_grid is None else [float(v) for v in velocity_grid]
-    if any(not (math.isfinite(v) and v > 0.0) for v in grid):
-        raise ValueError(f'velocity_grid: expected positive velocities, got {velocity_grid}')
+    grid = _checked_grid(velocity_grid)
     keys, functions = _feature_functions(prior.friction_model,
                                          [[velocities[j], *grid] for j in range(n)])
     gains = payload_recording is not None
@@ -288,10 +286,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         if constrained:
             raise
         model = None
-    fit = [equations.rows(j)[1] - equations.rows(j)[0] @ solution for j in range(n)]
+    rms = _rms_residual(equations, solution)
     timing = stopwatch.timing
     timing['total'] = sum(timing.values())
-    rms = np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
     fixed = _fixed_text(base.rank, p, prior_relative)
     counts = equations.counts
     uncertainty = _base_uncertainty(base, solution, names, beta_wls, covariance, inflation,
@@ -303,6 +300,22 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
         offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
         friction_model=prior.friction_model, stribeck_velocity=velocities)
+
+
+def _checked_grid(velocity_grid):
+    """`identify_arm`'s velocity grid as a list of floats ([] for None); ValueError when
+    one is not a positive number."""
+    grid = [] if velocity_grid is None else [float(v) for v in velocity_grid]
+    if any(not (math.isfinite(v) and v > 0.0) for v in grid):
+        raise ValueError(f'velocity_grid: expected positive velocities, got {velocity_grid}')
+    return grid
+
+
+def _rms_residual(equations, solution):
+    """Per joint RMS of b_j − A_j x on the estimation data (nan for a joint without rows)."""
+    fit = [equations.rows(j)[1] - equations.rows(j)[0] @ solution
+           for j in range(equations.n)]
+    return np.array([math.sqrt(np.mean(f ** 2)) if f.size else math.nan for f in fit])
 
 
 class _Stopwatch:

@@ -111,34 +111,10 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     for tg, qg, qdg, taug in _segments(t, q, qd, tau, n):
         raw += tg.size
         longest = max(longest, float(tg[-1] - tg[0]))
-        step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg, taug))
-        rate = 1.0 / step
-        cutoff = min(float(cutoff_frequency), 0.4 * rate)
-        sos = signal.butter(4, cutoff, fs=rate, output='sos')
-        edge = int(math.ceil(rate / cutoff))
-        if qg.shape[0] <= 4 * edge + 20:
-            continue                            # too short to filter
-        qf, qdf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, qdg, taug))
-        # the Coulomb column, filtered like every other term of τ: filtering does not
-        # commute with sign(), and sign(filtered q̇) would be a step where the filtered
-        # effort has a ramp ~1/cutoff long at every reversal
-        coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
-        extra = []
-        for function, columns in features:
-            column = np.zeros_like(qdf)
-            column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
-            extra.append(column)
-        if effort_timing == 'instant':
-            qddf = np.gradient(qdf, step, axis=0)
-        else:
-            qddf = np.diff(qdf, axis=0) / step
-            qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
-            coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
-            extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
-            tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
-        keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-        pieces.append((qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
-                       *(e[keep] for e in extra)))
+        piece = _filter_run(signal, tg, (qg, qdg, taug), cutoff_frequency, sample_rate,
+                            effort_timing, features)
+        if piece is not None:
+            pieces.append(piece)
     if not pieces:
         raise RecordingError(
             f'no recording long enough to filter: the longest run without a gap is '
@@ -147,3 +123,37 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     qf, qdf, qddf, tauf, coulomb, *extra = (np.concatenate(parts) for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
     return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra))
+
+
+def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing, features):
+    """One gap-free run of `_prepare`: (q, q̇, q̈, τ, Coulomb column, *features) filtered,
+    edges dropped and decimated, or None when the run is too short to filter."""
+    qg, qdg, taug = arrays
+    step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg, taug))
+    rate = 1.0 / step
+    cutoff = min(float(cutoff_frequency), 0.4 * rate)
+    sos = signal.butter(4, cutoff, fs=rate, output='sos')
+    edge = int(math.ceil(rate / cutoff))
+    if qg.shape[0] <= 4 * edge + 20:
+        return None                         # too short to filter
+    qf, qdf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, qdg, taug))
+    # the Coulomb column, filtered like every other term of τ: filtering does not
+    # commute with sign(), and sign(filtered q̇) would be a step where the filtered
+    # effort has a ramp ~1/cutoff long at every reversal
+    coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
+    extra = []
+    for function, columns in features:
+        column = np.zeros_like(qdf)
+        column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
+        extra.append(column)
+    if effort_timing == 'instant':
+        qddf = np.gradient(qdf, step, axis=0)
+    else:
+        qddf = np.diff(qdf, axis=0) / step
+        qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
+        coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
+        extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
+        tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
+    keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
+    return (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
+            *(e[keep] for e in extra))
