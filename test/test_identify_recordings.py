@@ -392,7 +392,7 @@ def test_an_internal_error_is_said_to_be_a_bug_not_bad_data(tmp_path, capsys, mo
     def broken(t, arrays):
         raise ValueError('operands could not be broadcast together with shapes (4950,) '
                          '(5067,)')
-    monkeypatch.setattr(ai, 'uniform_grid', broken)
+    monkeypatch.setattr(ai.recording, 'uniform_grid', broken)     # where _prepare finds it
     t = 10.0 + np.arange(300) * 0.01
     with JointStateBagWriter(tmp_path / 'bag') as writer:
         for k, (q, qd, tau) in enumerate(zip(*motion(t))):
