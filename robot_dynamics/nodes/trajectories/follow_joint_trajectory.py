@@ -94,6 +94,7 @@ class _ActiveGoal:
         self.feedback = feedback              # built once, refilled
         self.last_feedback = -np.inf
         self.canceling = False
+        self.note = None                      # how the trajectory was time-scaled, if it was
 
 
 def _trajectory_field(error):
@@ -123,6 +124,7 @@ class FollowJointTrajectoryInterface:
         self._feedback_period = 0.99 / monitor_rate     # 1 % short: no due feedback skipped
         self._lock = threading.RLock()
         self._goal = None
+        self.last_tolerances = None  # (path, goal, goal_time) of the last accepted goal
         self._results = {}          # goal id -> (code, text) until the execute callback
         self._state_msg = JointTrajectoryControllerState(joint_names=list(node.joints),
                                                          speed_scaling_factor=1.0)
@@ -179,7 +181,8 @@ class FollowJointTrajectoryInterface:
         trajectory = handle.request.trajectory
         self.node.get_logger().info(
             f'follow_joint_trajectory goal accepted: {len(trajectory.points)} points, '
-            f'{goal.monitor.end_time - goal.monitor.start_time:g} s')
+            f'{goal.monitor.end_time - goal.monitor.start_time:g} s'
+            + (f' ({goal.note})' if goal.note else ''))
 
     def _install(self, handle, now):
         """The goal as an _ActiveGoal, its trajectory installed in the sampler; raises
@@ -217,7 +220,7 @@ class FollowJointTrajectoryInterface:
                                       'goal_time_tolerance')
         command = TrajectoryCommand.from_message(request.trajectory)
         try:
-            node.sampler.accept(command, now)
+            command, note = node.feasibility.accept(command, now)   # maybe time-scaled
         except TrajectoryRejected as error:
             raise _trajectory_field(error) from None
         # in trajectory time, which speed scaling slows down (goal_time_tolerance too, as JTC)
@@ -226,7 +229,10 @@ class FollowJointTrajectoryInterface:
         monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
                                         point_times[-1], path, goal, goal_time)
         feedback = FollowJointTrajectory.Feedback(joint_names=list(joints))
-        return _ActiveGoal(handle, monitor, point_times, feedback)
+        self.last_tolerances = (path, goal, goal_time)   # topic trajectories use them too
+        goal = _ActiveGoal(handle, monitor, point_times, feedback)
+        goal.note = note
+        return goal
 
     def _on_cancel(self, handle):
         """Cancel the running goal: hold the measured position, or with
@@ -293,7 +299,8 @@ class FollowJointTrajectoryInterface:
                 else:
                     self.node.sampler.settle()      # no cmd_timeout after success
                     self.node.get_logger().info(f'follow_joint_trajectory: {outcome.text}')
-                self._end(goal.handle, outcome.code, outcome.text)
+                self._end(goal.handle, outcome.code, outcome.text
+                          + (f' ({goal.note})' if goal.note else ''))
                 self._goal = None
                 return
         if t - goal.last_feedback >= self._feedback_period or t < goal.last_feedback:
