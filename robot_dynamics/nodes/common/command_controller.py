@@ -18,8 +18,10 @@ activation, before the first effort goes out:
 
 The check runs in the control cycle (a graph query at most every POLL_PERIOD while it is
 undecided, the answer taken when the executor delivered it): it never blocks the loop.
-While it is undecided, efforts are held back (nothing is published): at most SERVICE_WAIT
-once nobody subscribes the topic, never while only other nodes (a plant) subscribe it.
+While it is undecided, efforts are held back (nothing is published): from the first effort
+the controller would send (all joints seen), at most SERVICE_WAIT while nobody subscribes
+the topic, not at all while only other nodes (a plant) subscribe it. Decided for lack of
+any subscriber, the check starts again when one appears (a controller spawned late).
 """
 
 import time
@@ -70,7 +72,9 @@ class CommandControllerCheck:
         self.controller_joints = None
         self._client = None
         self._future = None
-        self._started = self._polled = self._sent = -float('inf')
+        self._started = None
+        self._polled = self._sent = -float('inf')
+        self._nobody = False
         if not self.controller:
             node.get_logger().info(
                 f'{self.topic} is not a ros2_control controller\'s ~/commands and '
@@ -87,15 +91,21 @@ class CommandControllerCheck:
         if self._future is not None:
             self._client.remove_pending_request(self._future)
         self.state, self.controller_joints, self._future = PENDING, None, None
-        self._started = time.monotonic()
+        self._started = None            # the wait starts with the first effort to publish
         self._polled = -float('inf')
+        self._nobody = False
 
     def allows(self):
         """True when efforts may be published now (the check is decided and did not find a
         mismatch, or there is nothing to check)."""
         state = self.state
+        if state is UNCHECKED and self._nobody and self._publisher.get_subscription_count():
+            self.start()                # someone subscribed since: ask again
+            state = self.state
         if state is PENDING:
             now = time.monotonic()
+            if self._started is None:
+                self._started = now
             if now - self._polled >= POLL_PERIOD or (self._future is not None
                                                      and self._future.done()):
                 self._polled = now
@@ -127,7 +137,9 @@ class CommandControllerCheck:
                             f'controller {self.controller}')
         elif now - self._started > SERVICE_WAIT:
             self._unchecked(f'no {self.controller}/get_parameters within {SERVICE_WAIT:g} s'
-                            + ('' if subscribers else f' and nobody subscribes {self.topic}'))
+                            + ('' if subscribers else f' and nobody subscribes {self.topic} '
+                               '(asked again when someone does)'))
+            self._nobody = not subscribers
 
     def _ask(self, now):
         self._future = self._client.call_async(GetParameters.Request(names=['joints']))
