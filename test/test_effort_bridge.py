@@ -191,3 +191,43 @@ def test_the_executable_sends_a_last_zero_on_a_stop_signal(harness, signum):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+CRASHING_LOOP = '''
+import sys
+from robot_dynamics.nodes.common import runner
+from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
+
+
+def spin(node, executor, running):
+    """The controller's loop, failing with an unexpected exception once efforts flow."""
+    while not node._commanding:
+        executor.spin_once(timeout_sec=0.1)
+    for _ in range(20):
+        executor.spin_once(timeout_sec=0.01)
+    raise RuntimeError('a bug in the loop')
+
+
+sys.exit(runner.run(ComputedTorqueController, NODE_NAME, None, spin))
+'''
+
+
+def test_an_exception_out_of_the_loop_still_sends_a_last_zero(harness):
+    effort = harness.add(EffortControllerStandIn(harness.context, JOINTS))
+    harness.add(Robot(harness.context))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    process = subprocess.Popen(
+        [sys.executable, '-c', CRASHING_LOOP, '--ros-args', '--params-file', PUMA], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        harness.spin_until(lambda: process.poll() is not None, 'the crash', wall_limit=60.0)
+        harness.spin_for(20)
+        out = process.stdout.read()
+        assert process.returncode != 0 and 'a bug in the loop' in out, out
+        assert len(effort.commands) > 1 and np.any(np.array(effort.commands[-2]) != 0.0)
+        assert effort.commands[-1] == [0.0] * 6, out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
