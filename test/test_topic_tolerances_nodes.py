@@ -85,13 +85,12 @@ def test_path_tolerance_of_the_defaults_holds_before_the_end(loop):
 
 def test_without_tolerances_the_topic_trajectory_runs_to_its_end(loop):
     harness, plant, controller, sender = loop
-    before = len(sender.lines('joint_trajectory: '))
+    before = len(sender.lines('violated'))
     goal, _ = send_move(harness, plant, controller, sender,
                         np.array([0.0, -0.3, 0.2, 0.0, 0.0, 0.0]), 0.5)
     settle(harness, plant, 1.0)
     np.testing.assert_allclose(plant.q, goal, atol=5e-3)
-    assert len(sender.lines('joint_trajectory: ')) - before == 0 or not any(
-        'violated' in line for line in sender.lines('joint_trajectory: ')[before:])
+    assert len(sender.lines('violated')) == before
 
 
 def test_goal_time_of_the_defaults_holds_after_the_end(loop):
@@ -107,3 +106,39 @@ def test_goal_time_of_the_defaults_holds_after_the_end(loop):
         assert controller.sampler.status(plant.sim_time) == 'holding'
     finally:
         set_parameters(controller, constraints__goal_time=0.0, constraints__joint_3__goal=0.0)
+
+
+def test_after_a_goal_its_tolerances_apply_to_topic_trajectories(loop):
+    """The defaults check nothing here (all 0); a goal's goal tolerance and
+    goal_time_tolerance then hold a topic trajectory that misses them, as in JTC."""
+    pytest.importorskip('control_msgs')
+    from builtin_interfaces.msg import Duration
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+    from rclpy.action import ActionClient
+    harness, plant, controller, sender = loop
+    client = ActionClient(sender, FollowJointTrajectory,
+                          f'{CONTROLLER}/follow_joint_trajectory')
+    harness.spin_until(client.server_is_ready, 'the action server')
+    start = np.asarray(plant.q, dtype=float)
+    command = sample_profile('quintic', start, start + [0.0, 0.0, 0.2, 0.0, 0.0, 0.0], 0.5,
+                             20, JOINTS)
+    goal = FollowJointTrajectory.Goal(
+        trajectory=trajectory_message(command),
+        goal_tolerance=[JointTolerance(name='joint_3', position=1e-9)],
+        goal_time_tolerance=Duration(nanosec=50_000_000))
+    future = client.send_goal_async(goal)
+    harness.spin_until(future.done, 'the goal response')
+    result = future.result().get_result_async()
+    harness.spin_until(result.done, 'the goal result')
+    code = result.result().result.error_code
+    assert code == FollowJointTrajectory.Result.GOAL_TOLERANCE_VIOLATED
+    settle(harness, plant, 0.5)
+    before = len(sender.lines('joint_trajectory: goal_tolerance violated'))
+    send_move(harness, plant, controller, sender,
+              np.array([0.0, 0.0, -0.2, 0.0, 0.0, 0.0]), 0.5)
+    harness.spin_until(lambda: len(sender.lines('joint_trajectory: goal_tolerance violated'))
+                       > before, 'the goal-time line of the topic trajectory')
+    line = sender.lines('joint_trajectory: goal_tolerance violated')[-1]
+    assert "joint 'joint_3'" in line and 'goal_time_tolerance 0.05 s' in line
+    client.destroy()
