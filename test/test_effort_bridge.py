@@ -231,3 +231,27 @@ def test_an_exception_out_of_the_loop_still_sends_a_last_zero(harness):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_managed_controller_asks_again_on_each_activation(harness):
+    from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
+    robot = harness.add(Robot(harness.context))
+    swapped = [JOINTS[1], JOINTS[0]] + JOINTS[2:]
+    effort = harness.add(EffortControllerStandIn(harness.context, swapped))
+    managed = harness.add(ManagedComputedTorqueController(context=harness.context))
+    managed.trigger_configure()
+    managed.trigger_activate()
+    harness.spin_until(lambda: robot.said('no efforts published'), 'the refusal line')
+    start = robot.outputs
+    harness.spin_until(lambda: robot.outputs >= start + 20, '20 control cycles')
+    assert effort.commands == []
+    # the effort controller is fixed; this one is deactivated (no zero: it was refusing)
+    # and activated again, which asks again
+    effort.set_parameters([Parameter('joints', Parameter.Type.STRING_ARRAY, JOINTS)])
+    managed.trigger_deactivate()
+    assert effort.commands == []
+    managed.trigger_activate()
+    harness.spin_until(lambda: len(effort.commands) >= 10, 'efforts after the activation')
+    assert managed._command_check.state == 'matched'
+    managed.trigger_deactivate()
+    harness.spin_until(lambda: effort.commands[-1] == [0.0] * 6, 'the deactivation zero')
