@@ -250,6 +250,7 @@ class ComputedTorqueController(Node):
                 'when every |qd| <= this [rad/s | m/s]; 0 = not checked', minimum=0.0,
                 maximum=1e3), minimum=0.0)
         self.joint_constraints = JointConstraints(self, self.joints)   # constraints.<joint>.*
+        self.feasibility = FeasibilityCheck(self)   # feasibility.*: limits at accept time
         allow_partial = as_bool('allow_partial_joints_goal', declare(
             self, 'allow_partial_joints_goal', False, 'accept trajectories naming a subset '
             'of joints (the others hold their reference)'))
@@ -284,7 +285,6 @@ class ComputedTorqueController(Node):
             interpolation_method=interpolation,
             max_deceleration_on_cancel=self.joint_constraints.max_deceleration_on_cancel,
             speed_scaling_factor=scaling, speed_scaling_rate_limit=scaling_rate, **flags)
-        self.feasibility = FeasibilityCheck(self)   # feasibility.*: limits at accept time
 
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload

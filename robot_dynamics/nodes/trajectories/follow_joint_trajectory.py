@@ -125,6 +125,7 @@ class FollowJointTrajectoryInterface:
         self._lock = threading.RLock()
         self._goal = None
         self.last_tolerances = None  # (path, goal, goal_time) of the last accepted goal
+        self._note = None            # the time scaling of the goal being installed
         self._results = {}          # goal id -> (code, text) until the execute callback
         self._state_msg = JointTrajectoryControllerState(joint_names=list(node.joints),
                                                          speed_scaling_factor=1.0)
@@ -169,6 +170,9 @@ class FollowJointTrajectoryInterface:
             if self._goal is not None:
                 self._end(self._goal.handle, INVALID_GOAL, 'preempted by a new goal')
             self._goal = goal
+            goal.note = self._note                  # how it was time-scaled, if it was
+            monitor = goal.monitor                  # topic trajectories use them too (JTC)
+            self.last_tolerances = (monitor.path, monitor.goal, monitor.goal_time_tolerance)
             self.node._goal_reached = None
             # ACCEPTED -> EXECUTING without scheduling the execute callback: rclpy's public
             # ServerGoalHandle.execute() would start it now. _update_state is private API,
@@ -220,7 +224,7 @@ class FollowJointTrajectoryInterface:
                                       'goal_time_tolerance')
         command = TrajectoryCommand.from_message(request.trajectory)
         try:
-            command, note = node.feasibility.accept(command, now)   # maybe time-scaled
+            command, self._note = node.feasibility.accept(command, now)   # maybe slower
         except TrajectoryRejected as error:
             raise _trajectory_field(error) from None
         # in trajectory time, which speed scaling slows down (goal_time_tolerance too, as JTC)
@@ -229,10 +233,7 @@ class FollowJointTrajectoryInterface:
         monitor = TrajectoryGoalMonitor(joints, node.sampler.goal_positions, start,
                                         point_times[-1], path, goal, goal_time)
         feedback = FollowJointTrajectory.Feedback(joint_names=list(joints))
-        self.last_tolerances = (path, goal, goal_time)   # topic trajectories use them too
-        goal = _ActiveGoal(handle, monitor, point_times, feedback)
-        goal.note = note
-        return goal
+        return _ActiveGoal(handle, monitor, point_times, feedback)
 
     def _on_cancel(self, handle):
         """Cancel the running goal: hold the measured position, or with

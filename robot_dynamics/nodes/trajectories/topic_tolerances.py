@@ -46,8 +46,10 @@ class TopicTrajectoryTolerances:
             return                                  # nothing can be violated
         start = sampler.trajectory_start(command.start_time, now)
         end = start + command.points[-1].time_from_start
+        continuous = getattr(sampler, 'continuous', None)   # wrapped errors, if the
+        extra = () if continuous is None else (continuous,)  # sampler has continuous joints
         self._monitor = TrajectoryGoalMonitor(node.joints, sampler.goal_positions, start, end,
-                                              path, goal, goal_time)
+                                              path, goal, goal_time, *extra)
         self._plan = sampler.plan
 
     def after_cycle(self, t, reference, q, qd):
