@@ -26,7 +26,7 @@ __all__ = ['GRID', 'MAX_SAMPLES', 'Excess', 'sample_reference', 'check_reference
            'required_scale', 'scaled_command']
 
 GRID = 0.01             # s of trajectory time between samples (also every point is sampled)
-MAX_SAMPLES = 5000      # a longer trajectory is sampled on a coarser grid (duration / this)
+MAX_SAMPLES = 2000      # a longer trajectory is sampled on a coarser grid (duration / this)
 
 
 @dataclass(frozen=True)
@@ -121,15 +121,21 @@ def check_reference(model, plan, joints, velocity_limits, effort_limits):
     with np.errstate(divide='ignore', invalid='ignore'):
         v_ratio = np.abs(qd) / velocity_limits
     tau = dynamics.inverse_dynamics(model, q, qd, qdd)
-    gravity = dynamics.inverse_dynamics(model, q, np.zeros_like(qd), np.zeros_like(qdd))
     if effort is not None:
-        tau, gravity = tau + effort, gravity + effort
+        tau = tau + effort
     with np.errstate(divide='ignore', invalid='ignore'):
         e_ratio = np.abs(tau) / effort_limits
     velocity = _worst('velocity', np.nan_to_num(v_ratio, nan=0.0), qd, velocity_limits, t,
                       joints, start)
     effort_excess = _worst('effort', np.nan_to_num(e_ratio, nan=0.0), tau, effort_limits, t,
                            joints, start)
+    if velocity is None and effort_excess is None:
+        return None, None, 1.0
+    gravity = tau                   # only needed for the stretch, when efforts exceed
+    if effort_excess is not None:
+        gravity = dynamics.inverse_dynamics(model, q, np.zeros_like(qd), np.zeros_like(qdd))
+        if effort is not None:
+            gravity = gravity + effort
     scale = required_scale(qd, tau, gravity, velocity_limits, effort_limits)
     return velocity, effort_excess, scale
 

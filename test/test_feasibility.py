@@ -215,3 +215,23 @@ def test_with_time_scaling_the_goal_runs_slower_and_succeeds(loop):
         assert new > 0.2 and plant.sim_time - start >= new
     finally:
         setter([Parameter('feasibility.allow_time_scaling', value=False)])
+
+
+def test_a_plan_without_interpolation_is_checked_at_its_points():
+    model = puma()
+    sampler = JointTrajectorySampler(JOINTS, interpolation_method='none')
+    start = np.zeros(6)
+    sampler.hold(start, 1.0)
+    from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+    accelerations = [0.0, 200.0, 0.0, 0.0, 0.0, 0.0]     # a step the motors cannot make
+    command = TrajectoryCommand(tuple(JOINTS), (
+        TrajectoryPoint(0.1, tuple(start + 0.01), (0.0,) * 6, tuple(accelerations)),
+        TrajectoryPoint(0.2, tuple(start + 0.02), (0.0,) * 6, (0.0,) * 6)))
+    plans = []
+    sampler.accept(command, 1.0, check=plans.append)
+    _, effort, _ = check_reference(model, plans[0], JOINTS, model.velocity_max,
+                                   model.effort_max)
+    assert effort is not None and effort.name == 'joint_2'
+    q = start + 0.01
+    tau = dynamics.inverse_dynamics(model, q, np.zeros(6), np.array(accelerations))
+    assert effort.value == pytest.approx(tau[1])
