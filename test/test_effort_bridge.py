@@ -152,6 +152,17 @@ def test_without_an_effort_controller_the_efforts_flow_unchecked(harness):
     assert len(lines) == 1 and '/recorder' in lines[0]
 
 
+def test_with_the_check_off_the_efforts_flow_whatever_the_order(harness):
+    harness.add(Robot(harness.context))
+    swapped = [JOINTS[1], JOINTS[0]] + JOINTS[2:]
+    effort = harness.add(EffortControllerStandIn(harness.context, swapped))
+    controller = harness.add(ComputedTorqueController(
+        context=harness.context, parameter_overrides=[
+            Parameter('check_command_controller', value=False)]))
+    harness.spin_until(lambda: len(effort.commands) >= 5, 'efforts, unchecked')
+    assert controller._command_check.state == 'off'
+
+
 def test_destroying_the_node_sends_a_last_zero(harness):
     harness.add(Robot(harness.context))
     effort = harness.add(EffortControllerStandIn(harness.context, JOINTS))

@@ -216,6 +216,10 @@ class ComputedTorqueController(Node):
         if not isinstance(self.command_controller, str):
             raise ConfigurationError(f'command_controller: expected a string (a node name), '
                                      f'got {self.command_controller!r}')
+        self.check_command_controller = as_bool('check_command_controller', declare(
+            self, 'check_command_controller', True, 'ask the command controller for its '
+            'joints before the first effort and publish nothing on a mismatch; false: never '
+            'ask (efforts in joints order, unchecked)', read_only=True))
         kp = gain_vector('gains.kp', declare(
             self, 'gains.kp', [100.0] * n, 'position gains per joint, acceleration level '
             '[1/s^2] (not effort gains); > 0'), n)
@@ -352,7 +356,8 @@ class ComputedTorqueController(Node):
         self._command_msg = Float64MultiArray()
         self._commanding = False     # an effort went out since the last zero
         self._command_check = CommandControllerCheck(   # the effort controller's joints
-            self, self._command_pub, self.joints, self.command_controller)
+            self, self._command_pub, self.joints, self.command_controller,
+            self.check_command_controller)
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
         self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
             self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)

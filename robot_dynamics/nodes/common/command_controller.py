@@ -59,7 +59,7 @@ class CommandControllerCheck:
     that takes its efforts. `allows()` (each cycle, before publishing) says whether
     efforts may go out; `start()` begins a new check (start-up, activation)."""
 
-    def __init__(self, node, publisher, joints, controller=''):
+    def __init__(self, node, publisher, joints, controller='', enabled=True):
         self.node = node
         self.joints = list(joints)
         self.topic = publisher.topic_name
@@ -75,6 +75,10 @@ class CommandControllerCheck:
         self._started = None
         self._polled = self._sent = -float('inf')
         self._nobody = False
+        if not enabled:
+            node.get_logger().info('check_command_controller is false: the joint order of '
+                                   'the effort controller is not checked')
+            return
         if not self.controller:
             node.get_logger().info(
                 f'{self.topic} is not a ros2_control controller\'s ~/commands and '
