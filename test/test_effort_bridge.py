@@ -152,6 +152,22 @@ def test_without_an_effort_controller_the_efforts_flow_unchecked(harness):
     assert len(lines) == 1 and '/recorder' in lines[0]
 
 
+def test_an_effort_controller_appearing_later_is_asked_then(harness):
+    robot = harness.add(Robot(harness.context))
+    recorder = harness.add(EffortControllerStandIn(harness.context, None, name='recorder',
+                                                   topic=COMMANDS))
+    controller = controller_node(harness)
+    harness.spin_until(lambda: len(recorder.commands) >= 5, 'unchecked efforts')
+    assert controller._command_check.state == 'unchecked'
+    swapped = [JOINTS[1], JOINTS[0]] + JOINTS[2:]
+    effort = harness.add(EffortControllerStandIn(harness.context, swapped))
+    harness.spin_until(lambda: robot.said('no efforts published'), 'the refusal line')
+    count = len(recorder.commands)
+    start = robot.outputs
+    harness.spin_until(lambda: robot.outputs >= start + 20, '20 more control cycles')
+    assert len(recorder.commands) == count and effort.commands == []
+
+
 def test_with_the_check_off_the_efforts_flow_whatever_the_order(harness):
     harness.add(Robot(harness.context))
     swapped = [JOINTS[1], JOINTS[0]] + JOINTS[2:]

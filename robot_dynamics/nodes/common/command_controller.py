@@ -20,8 +20,9 @@ The check runs in the control cycle (a graph query at most every POLL_PERIOD whi
 undecided, the answer taken when the executor delivered it): it never blocks the loop.
 While it is undecided, efforts are held back (nothing is published): from the first effort
 the controller would send (all joints seen), at most SERVICE_WAIT while nobody subscribes
-the topic, not at all while only other nodes (a plant) subscribe it. Decided for lack of
-any subscriber, the check starts again when one appears (a controller spawned late).
+the topic, not at all while only other nodes (a plant) subscribe it. Decided without an
+answer, the check starts again when the topic gets a new subscriber (an effort controller
+spawned late, or discovered after a recorder of the topic).
 """
 
 import time
@@ -74,7 +75,8 @@ class CommandControllerCheck:
         self._future = None
         self._started = None
         self._polled = self._sent = -float('inf')
-        self._nobody = False
+        self._subscribers = 0           # subscriptions of the topic when it was decided
+        self._quiet = False             # a re-check: its "not checked" line at debug level
         if not enabled:
             node.get_logger().info('check_command_controller is false: the joint order of '
                                    'the effort controller is not checked')
@@ -88,23 +90,23 @@ class CommandControllerCheck:
         self._client = node.create_client(GetParameters, f'{self.controller}/get_parameters')
         self.start()
 
-    def start(self):
+    def start(self, quiet=False):
         """A new check: efforts are held back until it is decided."""
         if self._client is None:
             return
+        self._quiet = quiet
         if self._future is not None:
             self._client.remove_pending_request(self._future)
         self.state, self.controller_joints, self._future = PENDING, None, None
         self._started = None            # the wait starts with the first effort to publish
         self._polled = -float('inf')
-        self._nobody = False
 
     def allows(self):
         """True when efforts may be published now (the check is decided and did not find a
         mismatch, or there is nothing to check)."""
         state = self.state
-        if state is UNCHECKED and self._nobody and self._publisher.get_subscription_count():
-            self.start()                # someone subscribed since: ask again
+        if state is UNCHECKED and self._publisher.get_subscription_count() > self._subscribers:
+            self.start(quiet=True)      # a new subscriber (the effort controller, late?)
             state = self.state
         if state is PENDING:
             now = time.monotonic()
@@ -141,9 +143,7 @@ class CommandControllerCheck:
                             f'controller {self.controller}')
         elif now - self._started > SERVICE_WAIT:
             self._unchecked(f'no {self.controller}/get_parameters within {SERVICE_WAIT:g} s'
-                            + ('' if subscribers else f' and nobody subscribes {self.topic} '
-                               '(asked again when someone does)'))
-            self._nobody = not subscribers
+                            + ('' if subscribers else f' and nobody subscribes {self.topic}'))
 
     def _ask(self, now):
         self._future = self._client.call_async(GetParameters.Request(names=['joints']))
@@ -177,8 +177,14 @@ class CommandControllerCheck:
             'and restart (or deactivate and activate) this node')
 
     def _unchecked(self, why):
+        """Decided without an answer: efforts flow; asked again when the topic gets a new
+        subscriber (which may be the effort controller, spawned late or discovered after
+        a recorder of the topic)."""
         self.state = UNCHECKED
         self._future = None
-        self.node.get_logger().info(f'joint order of the effort controller not checked: '
-                                    f'{why}; efforts on {self.topic} in joints order '
-                                    f'{self.joints}')
+        self._subscribers = self._publisher.get_subscription_count()
+        log = self.node.get_logger()
+        (log.debug if self._quiet else log.info)(
+            f'joint order of the effort controller not checked: {why}; efforts on '
+            f'{self.topic} in joints order {self.joints} (asked again when a new subscriber '
+            'appears)')
