@@ -140,7 +140,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
-from ros_testing import lockstep_loop, string  # noqa: E402
+from ros_testing import lockstep_loop  # noqa: E402
 
 CONTROLLER = '/computed_torque_controller'
 
