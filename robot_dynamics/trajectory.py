@@ -636,6 +636,11 @@ class JointTrajectorySampler:
         return 'running' if s < plan.end else 'finished'
 
     @property
+    def plan(self):
+        """The plan in effect: a new object with every accept, hold and stop."""
+        return self._plan
+
+    @property
     def goal_positions(self):
         """Where the reference will end up: the last point (or the held positions)."""
         return self._require_plan().final.copy()
@@ -694,9 +699,11 @@ class JointTrajectorySampler:
 
     # -- accepting trajectories --
 
-    def accept(self, command, now):
+    def accept(self, command, now, check=None):
         """Validate and install `command`; raises TrajectoryRejected and changes nothing
-        if it is invalid. An empty trajectory stops: hold the current reference position."""
+        if it is invalid. An empty trajectory stops: hold the current reference position.
+        `check(plan)`, if given, sees the new plan (`times`, `coefficients`, ...) before it
+        is installed and may refuse it by raising TrajectoryRejected."""
         if self._plan is None:
             raise TrajectoryRejected('no current reference yet (joint states not received)')
         now = float(now)
@@ -719,6 +726,8 @@ class JointTrajectorySampler:
                 f'(now {now:.6f} s)')
         plan = self._new_plan(self.trajectory_start(start_time, now), times, fields,
                               command, columns, s_now)
+        if check is not None:
+            check(plan)
         self._plan.prune(s_now)
         self.scaled_time.forget_before(now)
         self._plan = plan

@@ -30,6 +30,10 @@ ROSDEP_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml'}
 SIM_LAUNCH = os.path.join(REPO, 'launch', 'sim.launch.py')
 MANAGED_LAUNCH = os.path.join(REPO, 'launch', 'controller_managed.launch.py')
 UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
+# ros2_control's executables, which only the ros2_control example starts (it needs them)
+ROS2_CONTROL = {'controller_manager': {'ros2_control_node', 'spawner'},
+                'robot_state_publisher': {'robot_state_publisher'}}
+ROS2_CONTROL_LAUNCH = {'ros2_control_effort.launch.py'}
 
 
 def parse(path):
@@ -79,7 +83,8 @@ def test_there_are_launch_files_named_for_ros2_launch():
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
 def test_launch_file_executables_are_console_scripts_or_optional_packages(path):
     """Our nodes are console scripts; other packages only the optional visual ones, which
-    the launch file starts only when the ament index has them (bringup.visual_plan)."""
+    the launch file starts only when the ament index has them (bringup.visual_plan), and
+    in the ros2_control example ros2_control's own executables (it needs them)."""
     scripts = console_scripts()
     tree = parse(path)
     nodes = list(calls(tree, 'Node')) + list(calls(tree, 'LifecycleNode'))
@@ -88,6 +93,8 @@ def test_launch_file_executables_are_console_scripts_or_optional_packages(path):
         package = keyword(node, 'package')
         if package == 'robot_dynamics':
             assert keyword(node, 'executable') in scripts, keyword(node, 'executable')
+        elif package in ROS2_CONTROL and os.path.basename(path) in ROS2_CONTROL_LAUNCH:
+            assert keyword(node, 'executable') in ROS2_CONTROL[package]
         else:
             assert package in bringup.OPTIONAL_PACKAGES, package
             assert keyword(node, 'executable') == {'rviz2': 'rviz2'}.get(package, package)

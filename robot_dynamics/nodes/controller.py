@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile
@@ -25,8 +26,11 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.trajectories import follow_joint_trajectory, speed_scaling
+from robot_dynamics.nodes.common.command_controller import CommandControllerCheck
 from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measured
+from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
+from robot_dynamics.nodes.trajectories.topic_tolerances import TopicTrajectoryTolerances
 from robot_dynamics.nodes.identification.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
@@ -49,6 +53,7 @@ LIVE_FLAGS = ('allow_nonzero_velocity_at_trajectory_end',
               'allow_integration_in_goal_trajectories', 'allow_partial_joints_goal')
 PAYLOAD_KEYS = ('mass', 'com', 'inertia')
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
+ZERO_ACK_WAIT = 0.5     # s: at exit, wait at most this for the subscribers to take the zero
 
 
 def guarded(what):
@@ -149,7 +154,9 @@ class ComputedTorqueController(Node):
             raise
 
     def destroy_node(self):
-        """Also the action server (rclpy's destroy_node leaves it, and the node, alive)."""
+        """A last zero effort (`_zero_on_exit`), then also the action server (rclpy's
+        destroy_node leaves it, and the node, alive)."""
+        self._zero_on_exit()
         action = getattr(self, '_action', None)
         if action is not None:
             action.destroy()
@@ -206,6 +213,17 @@ class ComputedTorqueController(Node):
         self.command_topic = as_string('command_topic', declare(
             self, 'command_topic', '/effort_controller/commands', 'effort command topic '
             '(std_msgs/Float64MultiArray, joints order, N m | N)', read_only=True))
+        self.command_controller = declare(
+            self, 'command_controller', '', 'the ros2_control controller taking command_topic '
+            '(its joints must equal joints, in order, or no effort is published); empty: the '
+            'node command_topic belongs to when it ends in /commands', read_only=True)
+        if not isinstance(self.command_controller, str):
+            raise ConfigurationError(f'command_controller: expected a string (a node name), '
+                                     f'got {self.command_controller!r}')
+        self.check_command_controller = as_bool('check_command_controller', declare(
+            self, 'check_command_controller', True, 'ask the command controller for its '
+            'joints before the first effort and publish nothing on a mismatch; false: never '
+            'ask (efforts in joints order, unchecked)', read_only=True))
         kp = gain_vector('gains.kp', declare(
             self, 'gains.kp', [100.0] * n, 'position gains per joint, acceleration level '
             '[1/s^2] (not effort gains); > 0'), n)
@@ -240,6 +258,7 @@ class ComputedTorqueController(Node):
                 'when every |qd| <= this [rad/s | m/s]; 0 = not checked', minimum=0.0,
                 maximum=1e3), minimum=0.0)
         self.joint_constraints = JointConstraints(self, self.joints)   # constraints.<joint>.*
+        self.feasibility = FeasibilityCheck(self)   # feasibility.*: limits at accept time
         allow_partial = as_bool('allow_partial_joints_goal', declare(
             self, 'allow_partial_joints_goal', False, 'accept trajectories naming a subset '
             'of joints (the others hold their reference)'))
@@ -340,6 +359,10 @@ class ComputedTorqueController(Node):
         self._command_pub = self.create_publisher(Float64MultiArray, self.command_topic, 10,
                                                   event_callbacks=quiet)
         self._command_msg = Float64MultiArray()
+        self._commanding = False     # an effort went out since the last zero
+        self._command_check = CommandControllerCheck(   # the effort controller's joints
+            self, self._command_pub, self.joints, self.command_controller,
+            self.check_command_controller)
         self._state_msgs = [JointState(name=list(self.joints)) for _ in range(4)]
         self._reference_pub, self._feedback_pub, self._error_pub, self._output_pub = (
             self.create_publisher(JointState, f'~/{name}', 10, event_callbacks=quiet)
@@ -359,6 +382,7 @@ class ComputedTorqueController(Node):
         if self.control_mode == 'timer':
             self.create_timer(1.0 / self.control_rate, self._on_timer)
         self._action = follow_joint_trajectory.attach(self)   # ~/follow_joint_trajectory
+        self._topic_tolerances = TopicTrajectoryTolerances(self)   # on topic trajectories
         speed_scaling.attach(self)                          # ~/speed_scaling_input
         self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
 
@@ -557,15 +581,16 @@ class ComputedTorqueController(Node):
             return
         now = self._now()
         try:
-            self.sampler.accept(TrajectoryCommand.from_message(msg), now)
+            command, note = self.feasibility.accept(TrajectoryCommand.from_message(msg), now)
         except TrajectoryRejected as error:
             self.get_logger().warning(f'joint_trajectory rejected: {error}')
             return
-        duration = seconds(msg.points[-1].time_from_start) if msg.points else 0.0
+        duration = command.points[-1].time_from_start if command.points else 0.0
         self.get_logger().info(f'joint_trajectory accepted: {len(msg.points)} points, '
-                               f'{duration:g} s')
+                               f'{duration:g} s' + (f' ({note})' if note else ''))
         self._goal_reached = None
         self._action.preempt('preempted by a trajectory on ~/joint_trajectory')
+        self._topic_tolerances.start(command, now)     # path tolerance, goal_time (JTC)
 
     # ------------------------------------------------------------------ the control cycle
 
@@ -612,6 +637,7 @@ class ComputedTorqueController(Node):
             reference.positions, reference.velocities, reference.accelerations))
         self._update_status(t)
         self._action.after_cycle(t, reference, self._q, self._qd)
+        self._topic_tolerances.after_cycle(t, reference, self._q, self._qd)
         if self.publish_state and self._state_due(t):
             self._publish_state(reference, tau)
 
@@ -704,9 +730,31 @@ class ComputedTorqueController(Node):
     # ------------------------------------------------------------------ publishing
 
     def _publish_command(self, tau):
+        if not self._command_check.allows():    # undecided, or another joint order there
+            return
         msg = self._command_msg     # built once, refilled (publish serialises it)
         msg.data = doubles(tau)
         self._command_pub.publish(msg)
+        self._commanding = True
+
+    def _zero_on_exit(self):
+        """The node is going away (shutdown, SIGINT, SIGTERM, an exception out of the loop):
+        a last zero effort if efforts went out since the last zero, acknowledged by the
+        subscribers (at most ZERO_ACK_WAIT) before the publisher is destroyed, because a
+        forward_command_controller applies the last command it got for ever."""
+        if not getattr(self, '_commanding', False):
+            return
+        self._commanding = False
+        try:
+            if not self.context.ok():
+                return
+            self._publish_command(np.zeros(self.model.n))
+            self._commanding = False
+            self._command_pub.wait_for_all_acked(Duration(seconds=ZERO_ACK_WAIT))
+            self.get_logger().info(f'stopping: zero effort sent on {self._command_pub.topic_name}')
+        except Exception as error:  # noqa: B902 - a context shut down meanwhile
+            self.get_logger().warning(f'stopping: the last zero effort could not be sent '
+                                      f'({type(error).__name__}: {error})')
 
     def _publish_state(self, reference, tau):
         stamp = self.get_clock().now().to_msg()

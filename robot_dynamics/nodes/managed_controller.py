@@ -83,6 +83,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._stale = False
         self._last_t = -math.inf
         self._goal_reached = None
+        self._command_check.start()     # the effort controller's joints, asked again
         self.lifecycle_state = 'active'
         self.get_logger().info('active: holding the measured position from the next cycle')
         return TransitionCallbackReturn.SUCCESS
@@ -128,6 +129,7 @@ class ManagedComputedTorqueController(ComputedTorqueController, LifecycleNode):
         self._ready = False
         self._action.preempt('aborted: the controller was deactivated')
         self._publish_command(np.zeros(self.model.n))
+        self._commanding = False        # the zero is out: nothing more at exit
         self._set_status('inactive')
 
     # ------------------------------------------------------------------ configure / cleanup

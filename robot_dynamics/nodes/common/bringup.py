@@ -142,3 +142,33 @@ def node_parameters(files, name, namespace='', default_name=None, overrides=None
     except ParamsFileError:
         return list(files) + ([dict(overrides)] if overrides else [])
     return [merged] if merged else []
+
+
+MOCK_HARDWARE = 'mock_components/GenericSystem'
+
+
+def ros2_control_description(urdf, joints, position_min=None, position_max=None,
+                             plugin=MOCK_HARDWARE, name='robot_dynamics_arm'):
+    """`urdf` with a <ros2_control> system block for launch/ros2_control_effort.launch.py:
+    each of `joints` with an effort command interface and position and velocity state
+    interfaces (what joint_state_broadcaster publishes and the controller reads), on the
+    hardware `plugin` (default: ros2_control's mock hardware, which holds the positions;
+    put your arm's hardware plugin there). A joint starts at 0, or at the middle of its
+    limits where 0 is outside them."""
+    from xml.sax.saxutils import quoteattr
+    lines = [f'  <ros2_control name={quoteattr(name)} type="system">',
+             f'    <hardware><plugin>{plugin}</plugin></hardware>']
+    for i, joint in enumerate(joints):
+        low = -float('inf') if position_min is None else float(position_min[i])
+        high = float('inf') if position_max is None else float(position_max[i])
+        start = 0.0 if low <= 0.0 <= high else 0.5 * (low + high)
+        lines += [f'    <joint name={quoteattr(joint)}>',
+                  '      <command_interface name="effort"/>',
+                  '      <state_interface name="position">',
+                  f'        <param name="initial_value">{start!r}</param>',
+                  '      </state_interface>',
+                  '      <state_interface name="velocity"/>',
+                  '    </joint>']
+    lines.append('  </ros2_control>')
+    head, tail = urdf.rsplit('</robot>', 1)
+    return head + '\n'.join(lines) + '\n</robot>' + tail

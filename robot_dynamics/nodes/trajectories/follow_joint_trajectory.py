@@ -95,6 +95,7 @@ class _ActiveGoal:
         self.last_feedback = -np.inf
         self.canceling = False
         self.stopping = None                  # how a cancel stops the arm (its result says)
+        self.note = None                      # how the trajectory was time-scaled, if it was
 
 
 def _trajectory_field(error):
@@ -124,6 +125,8 @@ class FollowJointTrajectoryInterface:
         self._feedback_period = 0.99 / monitor_rate     # 1 % short: no due feedback skipped
         self._lock = threading.RLock()
         self._goal = None
+        self.last_tolerances = None  # (path, goal, goal_time) of the last accepted goal
+        self._note = None            # the time scaling of the goal being installed
         self._results = {}          # goal id -> (code, text) until the execute callback
         self._state_msg = JointTrajectoryControllerState(joint_names=list(node.joints),
                                                          speed_scaling_factor=1.0)
@@ -168,6 +171,9 @@ class FollowJointTrajectoryInterface:
             if self._goal is not None:
                 self._end(self._goal.handle, INVALID_GOAL, 'preempted by a new goal')
             self._goal = goal
+            goal.note = self._note                  # how it was time-scaled, if it was
+            monitor = goal.monitor                  # topic trajectories use them too (JTC)
+            self.last_tolerances = (monitor.path, monitor.goal, monitor.goal_time_tolerance)
             self.node._goal_reached = None
             # ACCEPTED -> EXECUTING without scheduling the execute callback: rclpy's public
             # ServerGoalHandle.execute() would start it now. _update_state is private API,
@@ -180,7 +186,8 @@ class FollowJointTrajectoryInterface:
         trajectory = handle.request.trajectory
         self.node.get_logger().info(
             f'follow_joint_trajectory goal accepted: {len(trajectory.points)} points, '
-            f'{goal.monitor.end_time - goal.monitor.start_time:g} s')
+            f'{goal.monitor.end_time - goal.monitor.start_time:g} s'
+            + (f' ({goal.note})' if goal.note else ''))
 
     def _install(self, handle, now):
         """The goal as an _ActiveGoal, its trajectory installed in the sampler; raises
@@ -218,7 +225,7 @@ class FollowJointTrajectoryInterface:
                                       'goal_time_tolerance')
         command = TrajectoryCommand.from_message(request.trajectory)
         try:
-            node.sampler.accept(command, now)
+            command, self._note = node.feasibility.accept(command, now)   # maybe slower
         except TrajectoryRejected as error:
             raise _trajectory_field(error) from None
         # in trajectory time, which speed scaling slows down (goal_time_tolerance too, as JTC)
@@ -301,7 +308,8 @@ class FollowJointTrajectoryInterface:
                 else:
                     self.node.sampler.settle()      # no cmd_timeout after success
                     self.node.get_logger().info(f'follow_joint_trajectory: {outcome.text}')
-                self._end(goal.handle, outcome.code, text)
+                self._end(goal.handle, outcome.code, text
+                          + (f' ({goal.note})' if goal.note else ''))
                 self._goal = None
                 return
         if t - goal.last_feedback >= self._feedback_period or t < goal.last_feedback:
