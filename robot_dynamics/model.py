@@ -303,6 +303,7 @@ class RobotModel:
                                  'continuous joint has none')
         flags.setflags(write=False)
         return flags
+
     def _set_drive_data(self, friction_model, coulomb_friction_negative, stribeck_friction,
                         stribeck_velocity, effort_offset):
         """Validate and store the per-joint friction law (`FRICTION_MODELS`), its extra
@@ -332,6 +333,10 @@ class RobotModel:
         self._stribeck_velocity = _optional('stribeck_velocity', stribeck_velocity, n,
                                             DEFAULT_STRIBECK_VELOCITY, positive=True)
         self._effort_offset = _optional('effort_offset', effort_offset, n, 0.0)
+        # asked by the dynamics at every call: decided once (the model is immutable)
+        self._plain_friction = all(m == 'coulomb' for m in models)
+        self._has_friction = bool(np.any(self._viscous) or np.any(self._coulomb)
+                                  or np.any(self._coulomb_negative) or np.any(self._stribeck))
 
     # ------------------------------------------------------------------ construction
 
@@ -547,10 +552,8 @@ class RobotModel:
                                  'offset. A measurement property: the dynamics and the '
                                  'controller\'s command do not use it.')
 
-    @property
-    def plain_friction(self):
-        """True when every joint's friction is viscous + symmetric Coulomb."""
-        return all(m == 'coulomb' for m in self._friction_model)
+    plain_friction = property(lambda self: self._plain_friction, doc='True when every '
+                              'joint\'s friction is viscous + symmetric Coulomb.')
     position_min = property(lambda self: self._position_min)
     position_max = property(lambda self: self._position_max)
     velocity_max = property(lambda self: self._velocity_max)
@@ -563,10 +566,7 @@ class RobotModel:
     payload = property(lambda self: self._payload)
     chain = property(lambda self: self._chain, doc='The precomputed internal chain.')
 
-    @property
-    def has_friction(self):
-        return bool(np.any(self._viscous) or np.any(self._coulomb)
-                    or np.any(self._coulomb_negative) or np.any(self._stribeck))
+    has_friction = property(lambda self: self._has_friction)
 
     @property
     def has_armature(self):
