@@ -1307,8 +1307,10 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     # uncertainty of the weighted least-squares estimate; the essential parameters
     beta_wls, covariance, _ = _wls_statistics(G_j, h_j, yy, counts, weights, np.ones(n), ix)
     middle = np.zeros((len(ix), len(ix)))
-    full_rate = 1.0 / max(float(np.median(np.diff(np.asarray(
-        t if np.ndim(t[0]) == 0 else t[0], dtype=float)))), 1e-9)
+    steps = np.concatenate([np.diff(np.asarray(r, dtype=float).reshape(-1))
+                            for r in ([t] if np.ndim(t[0]) == 0 else t)])
+    steps = steps[steps > 0.0]          # as `_segments`: a repeated stamp is no step
+    full_rate = 1.0 / float(np.median(steps)) if steps.size else float(sample_rate)
     decimation = max(1, int(round(full_rate / sample_rate)))
 
     def shape(F):
