@@ -240,11 +240,11 @@ def warn_unknown_parameters(node, args):
     for each file's "/**" keys that no node of the package has, with the closest names."""
     unknown = unknown_parameters(node, args)
     if unknown:
+        hints = ((name, _closest(node, name)) for name in unknown)
         node.get_logger().warning(
             f'unknown parameter{"s" if len(unknown) > 1 else ""} {", ".join(unknown)}: '
             f'{node.get_fully_qualified_name()} has no such parameter, ignored'
-            + ''.join(f'; {name}{_closest(node, name)}' for name in unknown
-                      if _closest(node, name))
+            + ''.join(f'; {name}{closest}' for name, closest in hints if closest)
             + f' (`ros2 param list {node.get_fully_qualified_name()}` lists its parameters)')
     shared = [item for item in unknown_shared_parameters(node, args)
               if item not in _WARNED_SHARED]
