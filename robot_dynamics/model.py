@@ -262,9 +262,12 @@ class RobotModel:
         n = self._n
         self._gravity = _vector('gravity', gravity, 3)
         self._gravity.setflags(write=False)
-        self._armature = _optional('armature', armature, n, 0.0, nonnegative=True)
-        self._viscous = _optional('viscous_friction', viscous_friction, n, 0.0, nonnegative=True)
-        self._coulomb = _optional('coulomb_friction', coulomb_friction, n, 0.0, nonnegative=True)
+        self._armature = _optional('armature', armature, n, 0.0, nonnegative=True,
+                                   finite=True)
+        self._viscous = _optional('viscous_friction', viscous_friction, n, 0.0, nonnegative=True,
+                                  finite=True)
+        self._coulomb = _optional('coulomb_friction', coulomb_friction, n, 0.0, nonnegative=True,
+                                  finite=True)
         self._position_min = _optional('position_min', position_min, n, -math.inf)
         self._position_max = _optional('position_max', position_max, n, math.inf)
         for i in range(n):
@@ -303,6 +306,7 @@ class RobotModel:
                                  'continuous joint has none')
         flags.setflags(write=False)
         return flags
+
     def _set_drive_data(self, friction_model, coulomb_friction_negative, stribeck_friction,
                         stribeck_velocity, effort_offset):
         """Validate and store the per-joint friction law (`FRICTION_MODELS`), its extra
@@ -322,16 +326,26 @@ class RobotModel:
                                      f'{name!r}, expected one of {FRICTION_MODELS}')
         self._friction_model = models
         negative = _optional('coulomb_friction_negative', coulomb_friction_negative, n, 0.0,
-                             nonnegative=True)
+                             nonnegative=True, finite=True)
         self._coulomb_negative_given = coulomb_friction_negative is not None
         self._coulomb_negative = _read_only(np.where(
             np.array([m == 'asymmetric' for m in models]), negative, self._coulomb))
         self._stribeck = _read_only(np.where(
             np.array([m == 'stribeck' for m in models]),
-            _optional('stribeck_friction', stribeck_friction, n, 0.0, nonnegative=True), 0.0))
+            _optional('stribeck_friction', stribeck_friction, n, 0.0, nonnegative=True,
+                      finite=True), 0.0))
         self._stribeck_velocity = _optional('stribeck_velocity', stribeck_velocity, n,
-                                            DEFAULT_STRIBECK_VELOCITY, positive=True)
-        self._effort_offset = _optional('effort_offset', effort_offset, n, 0.0)
+                                            DEFAULT_STRIBECK_VELOCITY, positive=True,
+                                            finite=True)
+        for i, v in enumerate(self._stribeck_velocity):
+            if not math.isfinite(1.0 / v):          # the generated code multiplies by 1/v_s
+                raise ValueError(f'robot.stribeck_velocity[{i}]: {v} is too small (1/v '
+                                 'overflows)')
+        self._effort_offset = _optional('effort_offset', effort_offset, n, 0.0, finite=True)
+        # asked by the dynamics at every call: decided once (the model is immutable)
+        self._plain_friction = all(m == 'coulomb' for m in models)
+        self._has_friction = bool(np.any(self._viscous) or np.any(self._coulomb)
+                                  or np.any(self._coulomb_negative) or np.any(self._stribeck))
 
     # ------------------------------------------------------------------ construction
 
@@ -547,10 +561,8 @@ class RobotModel:
                                  'offset. A measurement property: the dynamics and the '
                                  'controller\'s command do not use it.')
 
-    @property
-    def plain_friction(self):
-        """True when every joint's friction is viscous + symmetric Coulomb."""
-        return all(m == 'coulomb' for m in self._friction_model)
+    plain_friction = property(lambda self: self._plain_friction, doc='True when every '
+                              'joint\'s friction is viscous + symmetric Coulomb.')
     position_min = property(lambda self: self._position_min)
     position_max = property(lambda self: self._position_max)
     velocity_max = property(lambda self: self._velocity_max)
@@ -563,10 +575,7 @@ class RobotModel:
     payload = property(lambda self: self._payload)
     chain = property(lambda self: self._chain, doc='The precomputed internal chain.')
 
-    @property
-    def has_friction(self):
-        return bool(np.any(self._viscous) or np.any(self._coulomb)
-                    or np.any(self._coulomb_negative) or np.any(self._stribeck))
+    has_friction = property(lambda self: self._has_friction)
 
     @property
     def has_armature(self):
@@ -722,11 +731,14 @@ def _vector(key, values, length, allow_inf=False):
     return out
 
 
-def _optional(key, values, n, default, nonnegative=False, positive=False):
+def _optional(key, values, n, default, nonnegative=False, positive=False, finite=False):
+    """Per-joint values of `key` (`default` when None); infinite ones allowed unless
+    `finite` (limits may be infinite, friction levels and offsets not: an infinite level
+    makes the efforts at rest NaN)."""
     if values is None:
         out = np.full(n, default)
     else:
-        out = _vector(key, values, n, allow_inf=True)
+        out = _vector(key, values, n, allow_inf=not finite)
         for i, v in enumerate(out):
             if nonnegative and v < 0.0:
                 raise ValueError(f'robot.{key}[{i}]: must be >= 0, got {v}')

@@ -303,8 +303,10 @@ def stop_phases(v0, a0, max_deceleration):
     reverse it ramps a0 linearly to 0 over 2 |v0| / |a0| instead (one phase). |q̈| never
     exceeds max(a, |a0|) and q̈ is continuous. From a0 = 0 the stop takes (1 + k) |v0| / a
     and covers (1 + k) v0² / (2a), k = STOP_RAMP_SHARE: JTC's constant deceleration takes
-    |v0| / a (plus a control cycle) for v0² / (2a). A stop too short for the floating-point
-    jerk (|v0| / a below ~1e-300 s) is empty: the joint holds at once."""
+    |v0| / a (plus a control cycle) for v0² / (2a). A stop that floating point cannot
+    represent (a jerk, peak or duration that overflows or underflows: |v0| / a below
+    ~1e-300 s, or a limit and velocity as far apart as 1e-300 and 1) is empty: the joint
+    holds at once."""
     v0, a0, limit = float(v0), float(a0), float(max_deceleration)
     if v0 == 0.0 and a0 == 0.0:
         return []
@@ -312,18 +314,30 @@ def stop_phases(v0, a0, max_deceleration):
     v, alpha = sign * v0, sign * a0         # moving forwards: v >= 0
     ramp = max(STOP_RAMP_SHARE * v, STOP_RAMP_TIME * abs(alpha)) / limit
     jerk = limit / ramp if ramp > 0.0 else math.inf
-    if not math.isfinite(jerk):
+    if not 0.0 < jerk < math.inf:
         return []
     if alpha < 0.0 and alpha * alpha >= 2.0 * jerk * v:
         duration = 2.0 * v / -alpha         # braking already: a0 -> 0 reaches rest
-        return [(duration, sign * -alpha / duration)] if duration > 0.0 else []
+        return _representable([(duration, sign * -alpha / duration)] if duration > 0.0
+                              else [])
     peak = limit if alpha <= -limit else min(limit, math.sqrt(jerk * v + 0.5 * alpha * alpha))
+    if not peak > 0.0:
+        return []
     t1 = abs(alpha + peak) / jerk
     t3 = peak / jerk
     lost = 0.5 * (peak - alpha) * t1 + 0.5 * peak * t3      # velocity lost in the ramps
     t2 = max((v - lost) / peak, 0.0)
     j1 = -jerk if alpha > -peak else jerk
-    return [(t, sign * j) for t, j in ((t1, j1), (t2, 0.0), (t3, jerk)) if t > 0.0]
+    return _representable([(t, sign * j) for t, j in ((t1, j1), (t2, 0.0), (t3, jerk))
+                           if t > 0.0])
+
+
+def _representable(phases):
+    """`phases`, or [] when a duration is not finite or a ramp's jerk underflowed to 0."""
+    if all(math.isfinite(h) and math.isfinite(j) for h, j in phases) and \
+            any(j != 0.0 for _, j in phases):
+        return phases
+    return []
 
 
 def stop_duration(v0, a0, max_deceleration):
@@ -446,6 +460,8 @@ class JointTrajectorySampler:
             if flags.shape != (self.n,) or flags.dtype != bool:
                 raise ValueError(f'continuous: expected {self.n} booleans, got {continuous!r}')
             self.continuous = flags.copy()
+        self.continuous.setflags(write=False)
+        self._wraps = bool(self.continuous.any())     # checked every cycle: once here
         self._plan = None
         self.scaled_time = ScaledTime(speed_scaling_factor, speed_scaling_rate_limit)
         self._deferred_factor = None        # a factor that came during a stop
@@ -670,16 +686,17 @@ class JointTrajectorySampler:
     def _at_goal_scalar(self, q, qd, goal_tol, vel_tol):
         """`at_goal` with one tolerance for all joints (the controller's case, every cycle
         while holding): on lists of floats, a few µs instead of ~20 with numpy."""
+        error = (self.position_error(self._plan.final, q) if self._wraps
+                 else q - self._plan.final)
         if not goal_tol <= 0.0 and not all(abs(e) <= goal_tol     # NaN tolerance: never
-                                           for e in self.position_error(
-                                               self._plan.final, q).tolist()):
+                                           for e in error.tolist()):
             return False
         return vel_tol <= 0.0 or all(abs(v) <= vel_tol for v in qd.tolist())
 
     def position_error(self, desired, actual):
         """desired − actual (n,), wrapped into (−π, π] for the continuous joints."""
         error = np.asarray(desired, dtype=float) - np.asarray(actual, dtype=float)
-        if self.continuous.any():
+        if self._wraps:
             error = np.where(self.continuous, shortest_angle(error), error)
         return error
 
@@ -687,7 +704,7 @@ class JointTrajectorySampler:
         """`positions` (n,) with each continuous joint's moved by whole turns to within
         half a turn of `q` (so that positions − q is the wrapped error); the array itself
         without continuous joints."""
-        if not self.continuous.any():
+        if not self._wraps:
             return positions
         q = np.asarray(q, dtype=float)
         return np.where(self.continuous, q + self.position_error(positions, q), positions)
@@ -873,7 +890,7 @@ class JointTrajectorySampler:
             self._integrate(fields, knot_times, t0, p_ref[columns], v_ref[columns],
                             a_ref[columns], columns)
         knots_p = self._widen(fields['positions'], columns, p_ref)
-        if self.continuous.any() and len(knots_p):      # the short way to the first point
+        if self._wraps and len(knots_p):      # the short way to the first point
             turn = self.continuous & self._named(columns)
             p_ref = np.where(turn, nearest_turn(p_ref, knots_p[0]), p_ref)
         knots_v, knots_a, knots_e = (

@@ -163,6 +163,7 @@ class TrajectoryGoalMonitor:
         self.joints = tuple(joints)
         self.continuous = (np.zeros(len(self.joints), dtype=bool) if continuous is None
                            else np.asarray(continuous, dtype=bool))
+        self._wraps = bool(self.continuous.any())     # checked every cycle: once here
         self.goal_positions = np.array(goal_positions, dtype=float)
         self.start_time = float(start_time)
         self.end_time = float(end_time)
@@ -198,7 +199,7 @@ class TrajectoryGoalMonitor:
                                f'path_tolerance violated at t = {t - self.start_time:.3f} s '
                                f'of the trajectory: {violation}; holding the position')
         position_error = self.goal_positions - q
-        if self.continuous.any():
+        if self._wraps:
             position_error = np.where(self.continuous, shortest_angle(position_error),
                                       position_error)
         errors = {'position': position_error, 'velocity': -np.asarray(qd)}

@@ -300,7 +300,10 @@ def test_essential_parameters_meet_their_criterion(panda):
     assert 0 < np.sum(u.essential) < len(u.names)
     best = int(np.argmin(u.relative_std))
     assert u.essential[best]
-    np.testing.assert_allclose(u.std, np.sqrt(np.diag(u.covariance)))
+    # the sandwich covariance is a covariance: symmetric, positive semi-definite
+    np.testing.assert_allclose(u.covariance, u.covariance.T, rtol=1e-9, atol=0.0)
+    eigenvalues = np.linalg.eigvalsh(u.covariance)
+    assert eigenvalues[0] >= -1e-9 * eigenvalues[-1]
     assert set(u.above(0.2)) == {n for n, r in zip(u.names, u.relative_std) if r > 0.2}
 
 

@@ -112,6 +112,16 @@ def test_a_long_message_stays_whole_for_ros2_topic_echo_and_every_reason_is_in_t
     assert [values[f'problem {k}'] for k in range(1, 5)] == reasons
 
 
+def test_one_reason_too_long_for_the_message_is_cut_and_given_whole_in_the_values():
+    reason = 'joint_1: ' + 'y' * 200
+    report = Report()
+    report.flag(WARN, reason)
+    message = report.message('fine')
+    assert len(message) <= 128 and message.startswith('joint_1: yyy')
+    assert '"problem 1"' in message and 'problems' not in message
+    assert dict(report.values)['problem 1'] == reason
+
+
 def test_a_loop_paced_from_outside_has_no_late_count():
     report = Report()
     check_loop(report, window(100, 50), 0.0, DEFAULTS)

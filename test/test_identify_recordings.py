@@ -262,6 +262,23 @@ def test_uniform_millisecond_stamps_one_sample_short_of_the_grid_are_prepared(mo
     assert data.q.shape[1] == 6 and data.q.shape[0] > 1000
 
 
+def test_repeated_stamps_do_not_set_the_rate_of_the_uncertainty(model):
+    """Half of a 200 Hz recording logged four times (stamps repeated): the estimate drops
+    the repeats, and its uncertainty is that of the clean recording (the noise spectrum at
+    the recording's real rate, not at the 1 GHz of a zero median step, whose 10^7 aliases
+    would take hours)."""
+    t = 10.0 + np.arange(0.0, 20.0, 0.005)
+    q, qd, tau = motion(t)
+    clean = ai.identify_arm(model, t, q, qd, tau, constrained=False)
+    half = t.size // 2
+    index = np.concatenate([np.repeat(np.arange(half), 4), np.arange(half, t.size)])
+    assert np.median(np.diff(t[index])) == 0.0
+    logged = ai.identify_arm(model, t[index], q[index], qd[index], tau[index],
+                             constrained=False)
+    np.testing.assert_allclose(logged.uncertainty.inflation, clean.uncertainty.inflation,
+                               rtol=1e-12)
+
+
 def test_a_recording_with_only_short_runs_is_refused_naming_the_longest(model, tmp_path):
     t = 10.0 + np.arange(0.0, 3.0, 0.01)
     t = np.concatenate([t[i:i + 30] + 0.5 * (i // 30) for i in range(0, t.size, 30)])

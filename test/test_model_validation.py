@@ -112,6 +112,20 @@ def test_position_min_not_below_position_max_is_named(block):
             r'robot\.position_min\[1\] >= robot\.position_max\[1\]')
 
 
+@pytest.mark.parametrize('key', ['armature', 'viscous_friction', 'coulomb_friction',
+                                 'coulomb_friction_negative', 'stribeck_friction',
+                                 'stribeck_velocity', 'effort_offset'])
+def test_an_infinite_friction_level_or_offset_is_named_with_its_index(block, key):
+    """Unlike a limit, an infinite friction level makes the efforts at rest NaN (and the
+    generated code fail): refused, as is a velocity scale whose reciprocal overflows."""
+    laws = {'friction_model': ['asymmetric', 'stribeck', 'tanh']}
+    _raises(dict(block, **laws, **{key: [0.1, math.inf, 0.3]}),
+            rf'robot\.{key}\[1\]: non-finite value inf')
+    if key == 'stribeck_velocity':
+        _raises(dict(block, **laws, stribeck_velocity=[0.1, 0.1, 1e-320]),
+                r'robot\.stribeck_velocity\[2\]: 1e-320 is too small')
+
+
 def test_infinite_limits_are_accepted(block):
     model = RobotModel.from_params(dict(block, position_min=[-math.inf] * 3,
                                         effort_max=[math.inf, 10.0, math.inf]))

@@ -157,3 +157,26 @@ def test_the_issue_example_the_sampler_stops_within_both_bounds_on_a_control_gri
     assert max(abs(sampler.sample(1.505 + k * cycle).accelerations[0])
                for k in range(200)) <= a
     assert math.isclose(stop_duration(v, 0.0, a), 1.15 * v / a, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize('v0, a0, limit', [
+    (1.0, 0.0, 1e-300),         # the jerk underflows
+    (1e-200, 0.0, 1e-200),      # the peak deceleration underflows
+    (1.0, -1e-170, 1e-170),     # braking: the ramp's jerk underflows (it would turn back)
+    (1e6, 0.0, 1e-300),
+    (1e-300, 0.0, 1e6),
+    (1.0, 0.0, 1e-160),         # representable: a very long stop
+])
+def test_limits_floating_point_cannot_represent_hold_at_once_instead_of_raising(
+        v0, a0, limit):
+    """Whatever the (finite, > 0) limit and state: a stop that comes to rest without turning
+    back, or none (hold), never an exception in the cancel or cmd_timeout path."""
+    phases = stop_phases(v0, a0, limit)
+    assert all(math.isfinite(h) and h > 0.0 and math.isfinite(j) for h, j in phases)
+    if phases:
+        _, _, v, a = integrate(v0, a0, phases)
+        assert abs(v[-1]) <= 1e-9 * abs(v0) and np.all(v * np.sign(v0) >= -1e-9 * abs(v0))
+    plan = deceleration_plan([0.3], [v0], [limit], 2.0, [a0])
+    q, qd, _ = plan.sample(2.0)
+    assert np.isfinite(plan.final).all() and q[0] == 0.3
+    assert qd[0] == (v0 if phases else 0.0)         # moving on, or held

@@ -140,6 +140,9 @@ class Report:
             text = '; '.join(self.reasons[:count]) + f'; +{total - count} more: {where}'
             if len(text) <= MESSAGE_LENGTH:
                 return text
+        if total == 1:                  # one long reason: as much of it as fits
+            tail = ' [cut; whole: "problem 1"]'
+            return text[:MESSAGE_LENGTH - len(tail)] + tail
         return f'{total} problems: values "problem 1" to "problem {total}"'
 
 

@@ -131,17 +131,31 @@ def _check_list(path, name, values):
         if kind in ('list', 'mapping'):
             raise ParamsFileError(f'params file {path}: {name}[{i}]: a {kind} inside a list; '
                                   'a parameter is a flat list of numbers, booleans or strings')
-    if set(kinds) == {'integer', 'float'}:
-        i = kinds.index('integer')
+    mixed = mixed_item(values)
+    if mixed is None:
+        return
+    i, kind, of = mixed
+    if of == 'float':
         raise ParamsFileError(
             f'params file {path}: {name}[{i}]: {values[i]} is an integer in a list of floats '
             f'(rcl wants one type per list); write {values[i]}.0')
-    if len(set(kinds)) > 1:
-        i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
-        raise ParamsFileError(
-            f'params file {path}: {name}[{i}]: {_shown(values[i])} is '
-            f'{"an" if kinds[i][0] in "aeiou" else "a"} {kinds[i]} in a list '
-            f'of {kinds[0]}s (rcl wants one type per list)')
+    raise ParamsFileError(
+        f'params file {path}: {name}[{i}]: {_shown(values[i])} is '
+        f'{"an" if kind[0] in "aeiou" else "a"} {kind} in a list '
+        f'of {of}s (rcl wants one type per list)')
+
+
+def mixed_item(values):
+    """(index, its kind, the list's kind) of the item that makes the list `values` one
+    rcl refuses (items of more than one type: an integer among floats, or the first item
+    whose type differs from the first's), or None."""
+    kinds = [_kind(v) for v in values]
+    if len(set(kinds)) <= 1:
+        return None
+    if set(kinds) == {'integer', 'float'}:
+        return kinds.index('integer'), 'integer', 'float'
+    i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
+    return i, kinds[i], kinds[0]
 
 
 KINDS = ((type(None), 'null'), (bool, 'boolean'), (int, 'integer'), (float, 'float'),

@@ -32,7 +32,8 @@ from rclpy.signals import SignalHandlerOptions
 from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.common.layering import layered_arguments
 from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
-                                              command_line_parameters, node_name_of,
+                                              command_line_parameters, mixed_item,
+                                              node_name_of,
                                               node_sections, params_files, ParamsFileError,
                                               section_applies)
 from robot_dynamics.nodes.common.ros_params import closest_name, ConfigurationError
@@ -255,11 +256,11 @@ def warn_unknown_parameters(node, args):
     for each file's "/**" keys that no node of the package has, with the closest names."""
     unknown = unknown_parameters(node, args)
     if unknown:
+        hints = ((name, _closest(node, name)) for name in unknown)
         node.get_logger().warning(
             f'unknown parameter{"s" if len(unknown) > 1 else ""} {", ".join(unknown)}: '
             f'{node.get_fully_qualified_name()} has no such parameter, ignored'
-            + ''.join(f'; {name}{_closest(node, name)}' for name in unknown
-                      if _closest(node, name))
+            + ''.join(f'; {name}{closest}' for name, closest in hints if closest)
             + f' (`ros2 param list {node.get_fully_qualified_name()}` lists its parameters)')
     shared = [item for item in unknown_shared_parameters(node, args)
               if item not in _WARNED_SHARED]
@@ -324,13 +325,6 @@ def _parameters_declared(node):
         warn_unknown_parameters(node, argv)
 
 
-def _kind(value):
-    for kind, name in ((bool, 'boolean'), (int, 'integer'), (float, 'float'), (str, 'string')):
-        if isinstance(value, kind):         # bool before int
-            return name
-    return type(value).__name__
-
-
 def check_command_line_parameters(args):
     """Raise ParamsFileError, in one line naming the parameter and the fix, for a ``-p``
     (``--param``) list rcl refuses: items of more than one type, e.g.
@@ -346,20 +340,17 @@ def check_command_line_parameters(args):
             value = yaml.load(text, Loader=ParameterFileLoader)
         except yaml.YAMLError:
             continue                        # rcl says what is wrong with it
-        if not isinstance(value, list):
+        mixed = mixed_item(value) if isinstance(value, list) else None
+        if mixed is None:
             continue
-        kinds = [_kind(v) for v in value]
-        if set(kinds) == {'integer', 'float'}:
-            i = kinds.index('integer')
+        i, kind, of = mixed
+        if of == 'float':
             raise ParamsFileError(
                 f'-p {name}: {value[i]} (item {i}) is an integer in a list of floats, which rcl '
                 f'refuses (one type per list): write all values as floats, e.g. {value[i]}.0')
-        if len(set(kinds)) > 1:
-            i = next(i for i, kind in enumerate(kinds) if kind != kinds[0])
-            raise ParamsFileError(
-                f'-p {name}: {value[i]!r} (item {i}) is a {kinds[i]} in a list of '
-                f'{kinds[0]}s, which rcl refuses (one type per list): give every item the '
-                'same type')
+        raise ParamsFileError(
+            f'-p {name}: {value[i]!r} (item {i}) is a {kind} in a list of {of}s, which rcl '
+            'refuses (one type per list): give every item the same type')
 
 
 def _init_error(error):
