@@ -497,8 +497,10 @@ def _conditioning(equations, weights, ix, names, friction_velocity, max_conditio
 def _noise_spectrum(t, sample_rate, cutoff_frequency):
     """(decimation, shape): `_long_run`'s spectral shape of white noise on the recording's
     full-rate grid after `_prepare`'s filter and decimation (`_noise_shape`)."""
-    full_rate = 1.0 / max(float(np.median(np.diff(np.asarray(
-        t if np.ndim(t[0]) == 0 else t[0], dtype=float)))), 1e-9)
+    steps = np.concatenate([np.diff(np.asarray(r, dtype=float).reshape(-1))
+                            for r in ([t] if np.ndim(t[0]) == 0 else t)])
+    steps = steps[steps > 0.0]          # as `_segments`: a repeated stamp is no step
+    full_rate = 1.0 / float(np.median(steps)) if steps.size else float(sample_rate)
     decimation = max(1, int(round(full_rate / sample_rate)))
 
     def shape(F):
