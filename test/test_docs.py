@@ -191,3 +191,9 @@ def test_readme_python_example_runs_as_written():
         env={**os.environ, 'PYTHONPATH': ROOT})
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split()[0] == '6'
+
+
+def test_readme_stays_short():
+    """The README is the front page: at most 500 lines; the reference material (every
+    parameter, the JTC parity table, the methods) lives in doc/."""
+    assert len(read('README.md').splitlines()) <= 500
