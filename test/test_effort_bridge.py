@@ -282,3 +282,29 @@ def test_the_managed_controller_asks_again_on_each_activation(harness):
     assert managed._command_check.state == 'matched'
     managed.trigger_deactivate()
     harness.spin_until(lambda: effort.commands[-1] == [0.0] * 6, 'the deactivation zero')
+
+
+def test_an_unexpected_error_in_the_control_cycle_commands_zero_effort(harness):
+    """A bug in the cycle before its effort went out (here: the law raising) is logged,
+    and the effort controller gets zero effort instead of keeping the last one, as a
+    forward_command_controller would; the efforts resume when the cycle works again."""
+    robot = harness.add(Robot(harness.context))
+    effort = harness.add(EffortControllerStandIn(harness.context, JOINTS))
+    controller = controller_node(harness)
+    harness.spin_until(lambda: len(effort.commands) >= 5, 'efforts at the effort controller')
+    assert np.any(np.array(effort.commands[-1]) != 0.0)          # gravity held
+    law = controller.law
+
+    class Broken:
+        def effort(self, *args):
+            raise RuntimeError('a bug in the law')
+    controller.law = Broken()
+    mark = len(effort.commands)
+    harness.spin_until(lambda: robot.said('zero effort commanded')
+                       and len(effort.commands) >= mark + 3, 'the zero efforts')
+    assert all(c == [0.0] * 6 for c in effort.commands[mark + 1:mark + 3])
+    assert controller.unexpected_errors >= 3
+    controller.law = law
+    mark = len(effort.commands)
+    harness.spin_until(lambda: len(effort.commands) >= mark + 3, 'efforts again')
+    assert np.any(np.array(effort.commands[-1]) != 0.0)

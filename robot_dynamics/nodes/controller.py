@@ -56,17 +56,28 @@ SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this
 ZERO_ACK_WAIT = 0.5     # s: at exit, wait at most this for the subscribers to take the zero
 
 
-def guarded(what):
-    """A callback that logs an unexpected exception instead of ending the node's spin."""
+def guarded(what, control=False):
+    """A callback that logs an unexpected exception instead of ending the node's spin.
+    `control`: a callback that runs the control cycle; an exception in it before the
+    cycle's effort went out commands zero effort instead (a forward_command_controller
+    would otherwise keep applying the last effort)."""
     def decorate(method):
         @functools.wraps(method)
         def wrapper(self, *args):
+            if control:
+                self._cycle_published = False
             try:
                 return method(self, *args)
             except Exception as error:  # noqa: B902 - the node must keep controlling
                 self.unexpected_errors += 1
+                zero = (control and not self._cycle_published
+                        and getattr(self, '_commanding', False))
+                if zero:
+                    self._publish_command(np.zeros(self.model.n))
                 self.get_logger().error(f'{what}: unexpected {type(error).__name__}: '
-                                        f'{error}; dropped', throttle_duration_sec=THROTTLE)
+                                        f'{error}; dropped'
+                                        + ('; zero effort commanded' if zero else ''),
+                                        throttle_duration_sec=THROTTLE)
                 return None
         return wrapper
     return decorate
@@ -145,6 +156,7 @@ class ComputedTorqueController(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)
         self.unexpected_errors = 0   # exceptions caught (and logged) by the callback guard
+        self._cycle_published = False  # the control cycle under way has sent its effort
         keep_float_types(self)               # integers set live on floats stay floats
         name_unknown_parameters(self)        # `ros2 param set` of a misspelt name
         try:
@@ -439,7 +451,7 @@ class ComputedTorqueController(Node):
 
     # ------------------------------------------------------------------ callbacks
 
-    @guarded('joint_states')
+    @guarded('joint_states', control=True)
     def _on_joint_states(self, msg):
         """Map by name; ignore other joints; a malformed message is dropped as a whole."""
         updates = self._known_names_updates(msg)
@@ -568,7 +580,7 @@ class ComputedTorqueController(Node):
         self._last_stamp, self._last_now, self._last_raw = stamp, now, raw
         return stamp
 
-    @guarded('control cycle')
+    @guarded('control cycle', control=True)
     def _on_timer(self):
         now = self._now()
         self._control_cycle(now, now)
@@ -735,7 +747,7 @@ class ComputedTorqueController(Node):
         msg = self._command_msg     # built once, refilled (publish serialises it)
         msg.data = doubles(tau)
         self._command_pub.publish(msg)
-        self._commanding = True
+        self._commanding = self._cycle_published = True
 
     def _zero_on_exit(self):
         """The node is going away (shutdown, SIGINT, SIGTERM, an exception out of the loop):
