@@ -148,7 +148,7 @@ def study(name, duration=60.0, rate=1000.0, seed=1, validation_duration=20.0,
                                                      validation.qd, validation.tau,
                                                      effort_timing='held_after')[1]
                              for k, m in models.items()}
-    out['consistency'] = ai.physical_consistency_issues(result.phi, prior.n)
+    out['consistency'] = ai.physical_consistency_issues(result.model)   # its own terms
     if moves:
         out['move'] = move_comparison(plant, result.model, prior, *MOVES[name])
     return out
