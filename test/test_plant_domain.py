@@ -79,7 +79,7 @@ def test_domain_check_wait_is_checked():
     process = plant_process('domain_check_wait:=-1.0')
     output, _ = process.communicate(timeout=TIMEOUT)
     assert process.returncode == 1
-    assert 'domain_check_wait: expected a finite value >= 0, got -1.0' in output
+    assert 'domain_check_wait' in output and '-1.0' in output and 'Traceback' not in output
 
 
 class Silent(Node):

@@ -96,6 +96,8 @@ class PlantSimulator(Node):
                     'set joint_stops false')
         self._step(self.model, self.q, self.qd, np.zeros(n), self.dt)   # generates the
         #    kernels now (tens of ms), not in the first tick after the loop closed
+        if self._stops is not None and self._stops.any:     # and the stops' batch kernel,
+            self._stops.gains(self.model, self.q, self.dt)  # not at the first contact
         self._tau_command = np.zeros(n)
         self._tau_applied = np.zeros(n)
         self._clipped = None                 # (command, model, clipped command, joints)
@@ -196,13 +198,10 @@ class PlantSimulator(Node):
             self, 'lockstep', True, 'with publish_clock: advance only after the command '
             'answering the last published state has arrived', read_only=True))
         self.domain_check_wait = as_float('domain_check_wait', declare(
-            self, 'domain_check_wait', 1.0, 'with publish_clock, the plant executable: wall s '
-            'of discovery at start to find another /clock publisher on the ROS domain (another '
-            'simulation), which makes it refuse to run in one line; 0 = no check',
-            read_only=True))
-        if not (math.isfinite(self.domain_check_wait) and self.domain_check_wait >= 0.0):
-            raise ConfigurationError(f'domain_check_wait: expected a finite value >= 0, got '
-                                     f'{self.domain_check_wait}')
+            self, 'domain_check_wait', 1.0, 'with publish_clock, the plant executable: '
+            'discovery time at start to find another /clock publisher on the ROS domain '
+            '(another simulation), which makes it refuse to run in one line [wall s]; 0 = no '
+            'check', read_only=True, minimum=0.0, maximum=3600.0))
         self.lockstep_timeout = as_float('lockstep_timeout', declare(
             self, 'lockstep_timeout', 1.0, 'with lockstep: advance anyway after waiting this '
             'long for a command [wall s]', read_only=True, minimum=1e-3, maximum=3600.0),
