@@ -221,8 +221,8 @@ def _fake_launch_modules():
         return made
     kinds = {name: type(name, (_Recorded,), {}) for name in (
         'LaunchDescription', 'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction',
-        'RegisterEventHandler', 'LogInfo', 'Shutdown', 'Node', 'LifecycleNode', 'OnStateTransition',
-        'ChangeState', 'ParameterValue', 'IfCondition')}
+        'RegisterEventHandler', 'LogInfo', 'Shutdown', 'Node', 'LifecycleNode',
+        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition')}
     return {
         'launch': module('launch', LaunchDescription=kinds['LaunchDescription']),
         'launch.actions': module('launch.actions', **{k: kinds[k] for k in (
