@@ -25,14 +25,16 @@ the robot file, the demo move derived from it and the robot's own demo file
 `/**/name`, ...) a value is under (doc/parameters-layering.md); the realtime_* arguments
 set the plant's and the controller's real-time options (doc/realtime.md) over the files
 when given. plant_name:=... and controller_name:=... rename the nodes; the files' sections
-for plant_simulator and computed_torque_controller still apply to them.
+for plant_simulator and computed_torque_controller still apply to them. When the plant
+stops (Ctrl-C, or refused at start, e.g. on a ROS domain another simulation uses), the
+launch stops the controller and the demo move too.
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -81,6 +83,8 @@ def demo_files(robot_file):
 
 
 PLANT, CONTROLLER, DEMO = 'plant_simulator', 'computed_torque_controller', 'demo_move'
+PLANT_STOPPED = ('the plant stopped: the controller and the demo move stop with it (e.g. '
+                 'refused on a ROS domain another simulation uses, they would drive its arm)')
 
 
 def loop_nodes(context):
@@ -109,7 +113,8 @@ def loop_nodes(context):
     return [
         Node(package='robot_dynamics', executable='plant', name=plant, namespace=namespace,
              output='screen', parameters=parameters(
-                 plant, PLANT, {'publish_clock': use_sim_time, **realtime})),
+                 plant, PLANT, {'publish_clock': use_sim_time, **realtime}),
+             on_exit=[Shutdown(reason=PLANT_STOPPED)]),
         Node(package='robot_dynamics', executable='controller', name=controller,
              namespace=namespace, output='screen', parameters=parameters(
                  controller, CONTROLLER, {'use_sim_time': use_sim_time, **realtime})),

@@ -315,3 +315,13 @@ def test_optimal_excitation_keeps_every_sample_within_its_constraint():
     assert np.all(np.ptp(q, axis=0) > 0.01)
     with pytest.raises(ValueError, match='violates the constraint'):
         optimal_excitation(model, 4.0, start, iterations=0, constraint=lambda q: 1.0)
+
+
+def test_repeated_params_files_are_all_kept_in_order():
+    """`identify plan --params-file A --params-file B` layers both, as estimate does (a
+    repeated option replaced the earlier files)."""
+    from robot_dynamics.nodes.identify import parse_arguments
+    for flags in (['--params-file', 'a.yaml', '--params-file', 'b.yaml', 'c.yaml'],
+                  ['--params-file', 'a.yaml', 'b.yaml', '--params-file', 'c.yaml']):
+        args = parse_arguments(['plan', *flags, '--output', 'plan.yaml'])
+        assert args.params_files == ['a.yaml', 'b.yaml', 'c.yaml'], flags

@@ -228,13 +228,13 @@ def _fake_launch_modules():
         return made
     kinds = {name: type(name, (_Recorded,), {}) for name in (
         'LaunchDescription', 'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction',
-        'RegisterEventHandler', 'LogInfo', 'Node', 'LifecycleNode', 'OnStateTransition',
-        'ChangeState', 'ParameterValue', 'IfCondition')}
+        'RegisterEventHandler', 'LogInfo', 'Shutdown', 'Node', 'LifecycleNode',
+        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition')}
     return {
         'launch': module('launch', LaunchDescription=kinds['LaunchDescription']),
         'launch.actions': module('launch.actions', **{k: kinds[k] for k in (
             'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler',
-            'LogInfo')}),
+            'LogInfo', 'Shutdown')}),
         'launch.conditions': module('launch.conditions', IfCondition=kinds['IfCondition']),
         'launch.events': module('launch.events', matches_action=lambda action: action),
         'launch.substitutions': module('launch.substitutions',
@@ -418,6 +418,23 @@ def test_sim_launch_renamed_nodes_keep_their_settings(fake_launch):
         assert given_parameters(nodes[renamed]) == given_parameters(usual[name]), renamed
     assert given_parameters(nodes['my_ctrl'])['control_mode'] == 'on_state'
     assert given_parameters(nodes['demo_move'])['controller'] == 'my_ctrl'
+
+
+def test_sim_launch_stops_when_the_plant_stops(fake_launch):
+    """A plant refused at start (another simulation on the ROS domain) must not leave this
+    launch's controller and demo move driving the other simulation's arm: the plant's exit
+    shuts the launch down; the controller's and the demo move's do not."""
+    module = fake_launch(SIM_LAUNCH)
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
+               'sim_params_file': os.path.join(REPO, 'config', 'sim.yaml')}
+    nodes = {node.kwargs['name']: node for node in module.loop_nodes(context)}
+    on_exit = nodes['plant_simulator'].kwargs.get('on_exit') or []
+    assert kinds_of(on_exit) == ['Shutdown']
+    assert 'plant' in on_exit[0].kwargs['reason']
+    for other in ('computed_torque_controller', 'demo_move'):
+        assert not nodes[other].kwargs.get('on_exit'), other
 
 
 def test_controller_launch_layers_several_params_files_and_renames(fake_launch, tmp_path):

@@ -330,6 +330,37 @@ def test_shared_and_own_sections_keep_the_unknown_parameter_warning_possible(tmp
                                    f'/{CONTROLLER}': ['kpp']}
 
 
+def test_an_error_about_a_layered_value_names_the_users_file_not_the_layered_one(tmp_path):
+    """A launch file gives each node one layered file in the temporary folder; a bad value
+    in it is traced back to the user's file it came from (or to the launch arguments),
+    and the comments that record it change nothing rcl reads."""
+    from robot_dynamics.nodes.common.params_file import error_source
+    robot = write_sections(tmp_path / 'panda # robot.yaml',
+                           [('/**', {'kd': [1.0, 2.0], 'joints': ['a', 'b']})])
+    mine = write_sections(tmp_path / 'mine.yaml',
+                          [(f'/**/{CONTROLLER}', {'kp': [1.0, 2.0, 3.0]})])
+    merged = layering.write_layered_file([robot, mine], f'/{CONTROLLER}',
+                                         overrides={'use_sim_time': True},
+                                         overrides_origin='the launch arguments')
+    try:
+        assert rcl_parameters(['--params-file', merged], CONTROLLER) == {
+            'kd': [1.0, 2.0], 'joints': ['a', 'b'], 'kp': [1.0, 2.0, 3.0],
+            'use_sim_time': True}
+        assert layering.layered_origin(merged, 'kp') == mine
+        assert layering.layered_origin(merged, 'kd') == robot
+        assert layering.layered_origin(merged, 'use_sim_time') == 'the launch arguments'
+        assert layering.layered_origin(merged, 'nothing') is None
+        args = ['--ros-args', '--params-file', merged]
+        assert error_source(args, CONTROLLER, 'kp: expected 2 values, got 3') == \
+            f' (from {mine})'
+        assert error_source(args, CONTROLLER, 'kd[1]: not finite') == f' (from {robot})'
+    finally:
+        os.remove(merged)
+    assert layering.layered_origin(robot, 'kd') is None     # a user's file names itself
+    assert error_source(['--ros-args', '--params-file', robot], CONTROLLER,
+                        'kd: bad') == f' (from {robot})'
+
+
 # ------------------------------------------------------------ the nodes' command line
 
 
@@ -341,11 +372,10 @@ def test_command_line_minus_p_wins_over_node_sections_and_renamed_nodes_keep_the
     override = write_sections(tmp_path / 'o.yaml', [('/**', {'state_timeout': 0.3})])
     args = ['ctrl', '--ros-args', '--params-file', PUMA, '--params-file', SIM,
             '--params-file', override, '-r', '__node:=my_ctrl',
-            '-p', 'command_topic:=/effort_controller/commands']
+            '-p', 'command_topic:=mine/commands']
     unrenamed = [arg for arg in args[2:] if arg not in ('-r', '__node:=my_ctrl')]
     plain = rcl_parameters(unrenamed, CONTROLLER)      # rcl alone, the usual name:
-    assert plain['command_topic'] == 'effort_controller/commands'   # sim.yaml's section
-    #                                                    over -p
+    assert plain['command_topic'] == 'effort_controller/commands'  # sim.yaml's over -p
     assert plain['state_timeout'] == 0.5               # and over the later /** file
     renamed = rcl_parameters(args[2:], CONTROLLER)     # rcl alone, renamed to my_ctrl
     assert 'control_mode' not in renamed                # sim.yaml's sections lost
@@ -356,7 +386,7 @@ def test_command_line_minus_p_wins_over_node_sections_and_renamed_nodes_keep_the
     finally:
         os.remove(merged)
     assert got['control_mode'] == 'on_state'           # sim.yaml's section followed the node
-    assert got['command_topic'] == '/effort_controller/commands'    # -p over the section
+    assert got['command_topic'] == 'mine/commands'     # -p over the node section
     assert got['state_timeout'] == 0.3                 # the later /** file over it
     assert got['robot.position_min'] == plain['robot.position_min']
 

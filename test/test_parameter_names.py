@@ -75,6 +75,26 @@ def test_a_misspelt_shared_key_is_named_with_the_closest_name(tmp_path, node_cla
         harness.close()
 
 
+def test_a_misspelt_shared_key_layered_by_a_launch_file_names_the_users_file(tmp_path):
+    """A launch file gives the node one layered file in the temporary folder: the warning
+    names the user's file the key came from, not that one."""
+    from robot_dynamics.nodes.common.layering import write_layered_file
+    shared = tmp_path / 'shared.yaml'
+    shared.write_text(SHARED_KEYS)
+    merged = write_layered_file([PUMA, str(shared)], '/computed_torque_controller')
+    harness = RosHarness(PUMA, str(shared))
+    try:
+        node = harness.add(ComputedTorqueController(context=harness.context))
+        lines = warnings_of(node)
+        runner.warn_unknown_parameters(node, ['node', '--ros-args', '--params-file', merged])
+        assert len(lines) == 1, lines
+        assert f'params file {shared}:' in lines[0] and merged not in lines[0], lines[0]
+        assert 'gains.kpp (closest: gains.kp)' in lines[0]
+    finally:
+        harness.close()
+        os.remove(merged)
+
+
 def test_the_catalogue_knows_each_nodes_names_and_per_joint_patterns():
     assert runner.declared_by_the_package('gains.kp')                  # controller
     assert runner.declared_by_the_package('integration_step')          # plant

@@ -138,7 +138,7 @@ def node_parameters(files, name, namespace='', default_name=None, overrides=None
         merged = write_layered_file(
             files, fqn, aliases=[default] if default != fqn else [], overrides=overrides,
             header=f'parameters of {fqn} from {"; ".join(files)} (later files win) and the '
-            'launch arguments')
+            'launch arguments', overrides_origin='the launch arguments')
     except ParamsFileError:
         return list(files) + ([dict(overrides)] if overrides else [])
     return [merged] if merged else []

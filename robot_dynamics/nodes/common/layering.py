@@ -28,7 +28,7 @@ from robot_dynamics.nodes.common.params_file import ParamsFileError
 
 __all__ = ['rcl_scalar', 'read_sections', 'section_matches', 'node_fqn', 'parameter_layers',
            'layered_parameters', 'layered_sections', 'write_layered_file',
-           'layered_arguments', 'EVERY_NODE']
+           'layered_arguments', 'layered_origin', 'EVERY_NODE']
 
 EVERY_NODE = '/**'
 WRAPPER = 'ros__parameters'
@@ -380,29 +380,67 @@ def _value_text(value):
     return _scalar_text(value)
 
 
-def _section_text(name, parameters):
+ORIGIN = '  # from '
+
+
+def _section_text(name, parameters, origins=None):
+    """The lines of section `name`, each value followed by the comment ``# from <origin>``
+    when `origins` names where it came from (`layered_origin` reads it back)."""
     lines = [f'{name}:', f'  {WRAPPER}:']
-    lines += [f'    {_quoted(key)}: {_value_text(value)}' for key, value in parameters.items()]
+    for key, value in parameters.items():
+        origin = (origins or {}).get(key)
+        note = ORIGIN + ' '.join(str(origin).split()) if origin else ''
+        lines.append(f'    {_quoted(key)}: {_value_text(value)}{note}')
     return lines
 
 
+def _origins(paths, node, aliases=(), overrides=None, overrides_origin=None):
+    """{parameter: the file its layered value came from} (`overrides_origin` for the
+    `overrides`)."""
+    origins = {}
+    for path, _section, parameters in parameter_layers(paths, node, aliases):
+        origins.update(dict.fromkeys(parameters, path))
+    origins.update(dict.fromkeys(overrides or {}, overrides_origin))
+    return origins
+
+
+def layered_origin(path, name):
+    """Where parameter `name` of a file written by `write_layered_file` came from: the
+    original file (or the overrides' label) its ``# from`` comment names; None if the
+    file has no such comment for `name` (any other file) or cannot be read."""
+    key = f'    {_quoted(name)}: '
+    try:
+        with open(path, encoding='utf-8') as stream:
+            lines = [line.rstrip('\n') for line in stream if line.startswith(key)]
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in reversed(lines):             # the node's own section follows /**
+        if ORIGIN in line:
+            return line.rpartition(ORIGIN)[2] or None
+    return None
+
+
 def write_layered_file(paths, node, aliases=(), overrides=None, output=None,
-                       every_node=False, header=''):
+                       every_node=False, header='', overrides_origin=None):
     """Write the parameters node `node` gets from the files `paths` layered (later files
     win, sections for `aliases` apply too, `overrides` last) to `output` (a new file in
     the temporary folder if None) and return its path: a ``/**`` section and one for the
-    node (`layered_sections`), or all under ``/**`` with `every_node`. None if no
-    parameter applies. Raises ParamsFileError (one line) for a file rcl would refuse."""
+    node (`layered_sections`), or all under ``/**`` with `every_node`. Each value is
+    followed by a comment naming the file it came from (`overrides_origin` for the
+    overrides), so that an error about it names the user's file (`layered_origin`). None
+    if no parameter applies. Raises ParamsFileError (one line) for a file rcl would
+    refuse."""
     shared, own = layered_sections(paths, node, aliases, overrides)
+    origins = _origins(paths, node, aliases, overrides, overrides_origin)
     if every_node:
         shared, own = {**shared, **own}, {}
     if not (shared or own):
         return None
     lines = [f'# {line}' for line in header.splitlines()]
     if shared:
-        lines += _section_text(EVERY_NODE, shared)
+        lines += _section_text(EVERY_NODE, shared, origins)
     if own:
-        lines += _section_text(node_fqn(node), own)
+        lines += _section_text(node_fqn(node), own, origins)
     text = '\n'.join(lines) + '\n'
     if output is None:
         label = re.sub(r'[^A-Za-z0-9_]+', '_', node_fqn(node)).strip('_')

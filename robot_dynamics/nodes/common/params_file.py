@@ -258,7 +258,10 @@ def section_applies(key, fully_qualified_name):
 def parameter_source(args, node_name, name, fully_qualified_name=None):
     """Where parameter `name` of node `node_name` came from on the command line `args`:
     '-p' for a ``-p`` item, else the last ``--params-file`` with a section applying to the
-    node that sets it (the later file wins), else None (a default)."""
+    node that sets it (the later file wins; for a file a launch file layered, the file
+    the value came from, as its comment names it: `layering.layered_origin`), else None
+    (a default)."""
+    from robot_dynamics.nodes.common.layering import layered_origin
     if name in command_line_parameters(args, node_name):
         return '-p'
     fqn = fully_qualified_name or '/' + node_name.lstrip('/')
@@ -267,7 +270,7 @@ def parameter_source(args, node_name, name, fully_qualified_name=None):
         if any(name in names for key, names in node_sections(path).items()
                if section_applies(key, fqn)):
             found = path
-    return found
+    return (layered_origin(found, name) or found) if found else None
 
 
 def error_source(args, node_name, message, fully_qualified_name=None):

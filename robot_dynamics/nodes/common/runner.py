@@ -232,14 +232,18 @@ def declared_by_the_package(name):
 def unknown_shared_parameters(node, args):
     """[(file, name)] of the keys in the parameter files' "/**" sections (read by every
     node) that neither `node` nor any other node of the package declares: misspelt, or
-    for no node at all. robot.* keys are left to the model, which names unknown ones."""
+    for no node at all. robot.* keys are left to the model, which names unknown ones. The
+    file is the user's one a key came from when a launch file layered the files into one
+    (`layering.layered_origin`)."""
+    from robot_dynamics.nodes.common.layering import layered_origin
     unknown = []
     for path in params_files(args):
         for name in node_sections(path).get('/**', ()):
+            origin = layered_origin(path, name) or path
             if (name.startswith('robot.') or node.has_parameter(name)
-                    or declared_by_the_package(name) or (path, name) in unknown):
+                    or declared_by_the_package(name) or (origin, name) in unknown):
                 continue
-            unknown.append((path, name))
+            unknown.append((origin, name))
     return unknown
 
 

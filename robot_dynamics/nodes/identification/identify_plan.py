@@ -88,8 +88,9 @@ def add_arguments(commands, controller, iterations):
         'a trajectory_msgs/JointTrajectory YAML file and/or send it to any '
         'FollowJointTrajectory action server, recording /joint_states')
     plan.add_argument('--params-file', nargs='+', required=True, dest='params_files',
-                      metavar='P', help="the robot's parameter files (model, joints, "
-                      'limits), layered in order')
+                      metavar='P', action='extend',
+                      help="the robot's parameter files (model, joints, limits), layered in "
+                      'order (repeat the option or give several files)')
     plan.add_argument('--node', default=controller.lstrip('/'),
                       help='the node section of the parameter files read after "/**" '
                       f'(default: {controller.lstrip("/")})')
