@@ -214,24 +214,31 @@ def test_a_failing_solver_ends_with_status_1_and_one_line(tmp_path, capsys, monk
     assert not (tmp_path / 'out.yaml').exists()
 
 
-def test_estimate_reads_bags_and_the_prior_without_ros(tmp_path):
-    """A fresh interpreter in which rclpy and the ROS messages cannot be imported runs
-    `identify estimate` as far as the data (a bad recording: no motion)."""
-    t, q, qd, tau = states()
-    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+def estimate_in_a_child(blocked, message, params, bag, output, timeout):
+    """`identify estimate` in a fresh interpreter in which the top-level packages `blocked`
+    cannot be imported (ModuleNotFoundError `message` + the name, as if not installed)."""
     code = ('import sys\n'
             'class Block:\n'
             '    def find_spec(self, name, path=None, target=None):\n'
-            "        if name.split('.')[0] in ('rclpy', 'sensor_msgs', 'rcl_interfaces'):\n"
-            "            raise ImportError('no ROS here: ' + name)\n"
+            f'        if name.split(".")[0] in {tuple(blocked)!r}:\n'
+            f'            raise ModuleNotFoundError({message!r} + repr(name), name=name)\n'
             'sys.meta_path.insert(0, Block())\n'
             'from robot_dynamics.nodes.identify import main\n'
             "sys.exit(main(['identify', 'estimate', '--params-file', sys.argv[1], '--bag', "
             "sys.argv[2], '--output', sys.argv[3]]))\n")
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    done = subprocess.run([sys.executable, '-W', 'ignore', '-c', code, PUMA,
-                           str(tmp_path / 'bag'), str(tmp_path / 'out.yaml')], env=env,
-                          capture_output=True, text=True, timeout=GUARD)
+    return subprocess.run([sys.executable, '-W', 'ignore', '-c', code, str(params), str(bag),
+                           str(output)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_estimate_reads_bags_and_the_prior_without_ros(tmp_path):
+    """A fresh interpreter in which rclpy and the ROS messages cannot be imported runs
+    `identify estimate` as far as the data (a bad recording: no motion)."""
+    t, q, qd, tau = states()
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
+    done = estimate_in_a_child(('rclpy', 'sensor_msgs', 'rcl_interfaces'), 'no ROS here: ',
+                               PUMA, tmp_path / 'bag', tmp_path / 'out.yaml', GUARD)
     assert 'no ROS here' not in done.stderr, done.stderr
     assert '50 samples of 6 joints' in done.stdout, done.stdout + done.stderr
     assert done.returncode == 2 and 'long enough' in done.stderr     # 0.5 s: too short

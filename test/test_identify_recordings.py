@@ -28,6 +28,7 @@ from robot_dynamics.joint_state_bag import (BagError, JointStateBagWriter,  # no
                                             read_joint_states)
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import pieces  # noqa: E402
+from test_identify_cli import estimate_in_a_child  # noqa: E402, I100
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
@@ -435,19 +436,8 @@ def test_without_scipy_or_cvxpy_one_line_says_what_to_install(tmp_path, blocked,
     with JointStateBagWriter(tmp_path / 'bag') as writer:
         for k, (q, qd, tau) in enumerate(zip(*motion(t))):
             writer.write(t[k], JOINTS, q, qd, tau)
-    code = ('import sys\n'
-            'class Block:\n'
-            '    def find_spec(self, name, path=None, target=None):\n'
-            f'        if name.split(".")[0] in {blocked!r}:\n'
-            "            raise ModuleNotFoundError('No module named ' + repr(name), name=name)\n"
-            'sys.meta_path.insert(0, Block())\n'
-            'from robot_dynamics.nodes.identify import main\n'
-            "sys.exit(main(['identify', 'estimate', '--params-file', sys.argv[1], '--bag', "
-            "sys.argv[2], '--output', sys.argv[3]]))\n")
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    done = subprocess.run([sys.executable, '-W', 'ignore', '-c', code, PUMA,
-                           str(tmp_path / 'bag'), str(tmp_path / 'out.yaml')], env=env,
-                          capture_output=True, text=True, timeout=GUARD)
+    done = estimate_in_a_child(blocked, 'No module named ', PUMA, tmp_path / 'bag',
+                               tmp_path / 'out.yaml', GUARD)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.count('\n') == 1 and named in done.stderr, done.stderr
     assert 'Traceback' not in done.stderr and not (tmp_path / 'out.yaml').exists()
