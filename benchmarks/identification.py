@@ -236,18 +236,22 @@ def realistic_study(name, duration=60.0, rate=1000.0, seed=1, validation_duratio
     out['samples read'] = len(recording)
     out['notes'] = list(recording.notes)
     out['result'] = result
+    source = result.accelerations
     least_squares = ai.identify_arm(plant.prior, t, q, qd, tau, offset=True,
                                     friction=friction, effort_timing='instant',
-                                    constrained=False)
+                                    constrained=False, accelerations=source)
     out['least squares'] = least_squares
     vt, vq, vqd, vtau = (list(c) for c in zip(*pieces([held])))
     out['relative'] = {
-        'robot file': ai.validation_errors(plant.prior, vt, vq, vqd, vtau)[1],
+        'robot file': ai.validation_errors(plant.prior, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
         'least squares': rr.predicted_errors(plant.prior, friction, True, least_squares.phi,
                                              least_squares.stribeck_velocity, vt, vq, vqd,
-                                             vtau),
-        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau)[1],
-        'true arm': rr.floor_errors(plant, effects, vt, vq, vqd, vtau)}
+                                             vtau, accelerations=source),
+        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
+        'true arm': rr.floor_errors(plant, effects, vt, vq, vqd, vtau,
+                                    accelerations=source)}
     out['relative exact'] = {'robot file': rr.exact_errors(plant.prior, validation),
                              'identified': rr.exact_errors(result.model, validation)}
     out['consistency'] = list(result.consistency) + ai.physical_consistency_issues(
@@ -288,6 +292,10 @@ def realistic_report(out):
           f'samples, condition number {result.condition_number:.4g}, not excited: '
           f'{result.not_excited or "none"}; velocity scales found '
           + np.array2string(result.stribeck_velocity, precision=3))
+    fit = ', '.join(f'{k} {100 * v:.2f} %' for k, v in result.acceleration_fit.items())
+    words = {'velocity': 'velocities', 'position': 'positions'}
+    print(f'   accelerations from the recorded {words[result.accelerations]} (relative '
+          f'residual of a least-squares fit: {fit})')
     print('   held-out relative RMS torque error, % per joint (as `identify estimate` '
           'prints it)')
     for key, values in out['relative'].items():
@@ -314,7 +322,7 @@ def realistic_report(out):
     stages = result.timing
     groups = {'reading': out['reading'], 'preparation': stages.get('filter', 0.0),
               'regressor': sum(stages.get(k, 0.0) for k in (
-                  'base parameters', 'regressor', 'normal equations', 'velocity scales')),
+                  'base parameters', 'regressor and normal equations', 'velocity scales')),
               'solve': sum(stages.get(k, 0.0) for k in (
                   'imports', 'least squares', 'compression', 'semidefinite program')),
               'uncertainty': stages.get('uncertainty', 0.0)}

@@ -69,12 +69,13 @@ def write_bag(folder, joints, t, q, qd, tau, start=1000.0):
                          received=start + t[k] + 3e-4)
 
 
-def published_errors(prior, t, q, qd, tau):
+def published_errors(prior, t, q, qd, tau, accelerations='velocity'):
     """Held-out relative errors of the published model: config/panda.yaml's inverse
     dynamics plus the published friction, computed from the filtered full-rate velocity
-    and filtered like the efforts (as `identify_arm` prepares every friction column)."""
+    and filtered like the efforts (as `identify_arm` prepares every friction column), q̈
+    from `accelerations` (the estimate's)."""
     data = ai._prepare(prior, t, q, qd, tau, 10.0, 100.0, 0.02, 'instant',
-                       [(published_friction, list(range(prior.n)))])
+                       [(published_friction, list(range(prior.n)))], accelerations)
     error = data.tau - (dynamics.inverse_dynamics(prior, data.q, data.qd, data.qdd)
                         + data.features[0])
     return np.array([math.sqrt(np.mean(error[data.mask[:, j], j] ** 2)
@@ -106,21 +107,29 @@ def main(argv=None):
     def row(label, values):
         print(f'  {label:44s}' + np.array2string(values, formatter=percent)
               + f'   mean {100 * np.mean(values):.2f} %')
-    published = published_errors(prior, vt, vq, vqd, vtau)
+    results = {friction: ai.identify_arm(prior, et, eq, eqd, etau, offset=True,
+                                         friction=friction) for friction in args.friction}
     print('held-out relative RMS torque error, % per joint (the last 20 % of the log)')
-    row('published model (with its friction)', published)
-    row('robot file (config/panda.yaml, no friction)',
-        ai.validation_errors(prior, vt, vq, vqd, vtau)[1])
-    for friction in args.friction:
-        result = ai.identify_arm(prior, et, eq, eqd, etau, offset=True, friction=friction)
+    published = {}
+    for friction, result in results.items():
+        source = result.accelerations
+        if source not in published:
+            fit = ', '.join(f'{k} {100 * v:.2f} %' for k, v in result.acceleration_fit.items())
+            print(f' accelerations from the recorded {source}s (relative residual of a '
+                  f'least-squares fit: {fit})'.replace('velocitys', 'velocities'))
+            published[source] = published_errors(prior, vt, vq, vqd, vtau, source)
+            row('published model (with its friction)', published[source])
+            row('robot file (config/panda.yaml, no friction)',
+                ai.validation_errors(prior, vt, vq, vqd, vtau, accelerations=source)[1])
         least = ai.identify_arm(prior, et, eq, eqd, etau, offset=True, friction=friction,
-                                constrained=False)
-        identified = ai.validation_errors(result.model, vt, vq, vqd, vtau)[1]
+                                constrained=False, accelerations=source)
+        identified = ai.validation_errors(result.model, vt, vq, vqd, vtau,
+                                          accelerations=source)[1]
         fit = rr.predicted_errors(prior, friction, True, least.phi, least.stribeck_velocity,
-                                  vt, vq, vqd, vtau)
+                                  vt, vq, vqd, vtau, accelerations=source)
         row(f'--offset --friction {friction}: least squares', fit)
         row(f'--offset --friction {friction}: identified', identified)
-        below = 1.0 - np.mean(identified) / np.mean(published)
+        below = 1.0 - np.mean(identified) / np.mean(published[source])
         ratio = np.mean(identified) / np.mean(fit)
         consistent = not result.consistency and not ai.physical_consistency_issues(
             result.model)

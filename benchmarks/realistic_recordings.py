@@ -306,16 +306,18 @@ def recordings(name, duration=60.0, validation_duration=20.0, effects=Effects(),
 
 
 def predicted_errors(prior, friction, offset, phi, velocities, t, q, qd, tau,
-                     effort_timing='instant'):
+                     effort_timing='instant', accelerations='velocity'):
     """Relative RMS error per joint of the efforts predicted by the parameters `phi`
     (`arm_identification.parameter_names` order of `prior` with the friction laws
     `friction` and offsets when `offset`; the laws' velocity scales `velocities`) on a
     recording prepared as `identify_arm` prepares it: Y φ with the same filtered columns.
-    Any φ, physical or not (the unconstrained least-squares fit), is evaluated alike."""
+    Any φ, physical or not (the unconstrained least-squares fit), is evaluated alike; q̈
+    from `accelerations` (the estimate's)."""
     model = ai._with_laws(prior, friction)
     laws = model.friction_model
     keys, functions = ai._feature_functions(laws, [[v] for v in velocities])
-    data = ai._prepare(model, t, q, qd, tau, 10.0, 100.0, 0.02, effort_timing, functions)
+    data = ai._prepare(model, t, q, qd, tau, 10.0, 100.0, 0.02, effort_timing, functions,
+                       accelerations)
     Y = ai.arm_regressor(model, data.q, data.qd, data.qdd, offset=offset)
     ai._set_friction_columns(Y, model, offset, ai.friction_columns(
         laws, velocities, data.qd, dict(zip(keys, data.features), sign=data.coulomb)))
@@ -328,15 +330,17 @@ def predicted_errors(prior, friction, offset, phi, velocities, t, q, qd, tau,
     return relative
 
 
-def floor_errors(plant, effects, t, q, qd, tau, friction_velocity=0.02):
+def floor_errors(plant, effects, t, q, qd, tau, friction_velocity=0.02,
+                 accelerations='velocity'):
     """Relative RMS error per joint of the true arm itself (its exact links, armature,
     friction and offsets) on a recording prepared as `identify_arm` prepares it (its
     friction computed from the filtered full-rate velocity and filtered like the
-    efforts): what no model can go below, the noise's share of the held-out error."""
+    efforts; q̈ from `accelerations`): what no model can go below, the noise's share of
+    the held-out error."""
     n = plant.prior.n
     feature = (lambda velocity: plant.friction(velocity), list(range(n)))
     data = ai._prepare(plant.rigid, t, q, qd, tau, 10.0, 100.0, friction_velocity,
-                       'instant', [feature])
+                       'instant', [feature], accelerations)
     predicted = (dynamics.inverse_dynamics(plant.rigid, data.q, data.qd, data.qdd)
                  + data.features[0] + plant.offsets(effects))
     error = data.tau - predicted

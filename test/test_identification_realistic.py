@@ -139,18 +139,12 @@ def check_targets(out):
     assert np.any(targets['file off'])
     assert targets['ratio to least squares'] <= 1.05, relative
     assert targets['consistent'], out['consistency']
-    # 3x better than the robot file where it is more than 10 % off; where not even the
-    # true arm is 3x better (the recording's noise: the velocity noise differentiated
-    # into accelerations on a joint with small efforts), the identified model is at the
-    # true arm's error instead (benchmarks/identification.py reports the target as not
-    # met there)
-    gain, unreachable = targets['gain over file'], targets['unreachable']
-    for j in np.flatnonzero(targets['file off']):
-        if unreachable[j]:
-            assert relative['identified'][j] <= 1.1 * relative['true arm'][j], relative
-        else:
-            assert gain[j] >= 3.0, (j, gain, relative)
-    assert np.sum(unreachable) <= 1, relative
+    # 3x better than the robot file on every joint where it is more than 10 % off
+    gain = targets['gain over file']
+    off = np.flatnonzero(targets['file off'])
+    assert np.all(gain[off] >= 3.0), (gain, relative)
+    # and not far above what the true arm itself scores on the same prepared data
+    assert np.all(relative['identified'] <= 1.5 * relative['true arm'] + 0.005), relative
 
 
 @pytest.mark.parametrize('name, duration, rate, closed_loop', [
@@ -162,6 +156,11 @@ def test_the_targets_on_realistic_recordings(name, duration, rate, closed_loop):
     out = bench.realistic_study(name, duration=duration, rate=rate, seed=1,
                                 validation_duration=10.0, closed_loop=closed_loop)
     check_targets(out)
+    # the velocities carry coloured noise, the 2^17-count encoders almost none: the
+    # accelerations come from the positions, and the fit says so
+    fit = out['result'].acceleration_fit
+    assert out['result'].accelerations == 'position', fit
+    assert fit['position'] < fit['velocity'], fit
 
 
 def test_identify_estimate_on_a_realistic_panda_bag(tmp_path):
@@ -190,3 +189,5 @@ def test_identify_estimate_on_a_realistic_panda_bag(tmp_path):
     assert np.any(off) and np.all(prior[off] >= 3.0 * identified[off]), (prior, identified)
     assert 'physically consistent: yes' in done.stdout
     assert 'effort offsets' in done.stdout
+    line = next(r for r in done.stdout.splitlines() if r.startswith('accelerations:'))
+    assert 'second derivative of the recorded positions' in line.split(':')[1], line

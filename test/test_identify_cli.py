@@ -253,13 +253,25 @@ def estimator(monkeypatch):
     """The estimator replaced by one that returns the prior model and records the effort
     timing it was asked for: what is tested here is the command line around it."""
     from robot_dynamics.nodes.identification import identify_core
-    asked = []
+
+    class Asked(list):
+        """The effort timings asked for; ``options``: the other options of each estimate,
+        ``errors``: the acceleration source of each validation."""
+    asked = Asked()
+    asked.options, asked.errors = [], []
 
     def identify(prior, pieces, effort_timing='instant', **options):
         asked.append(effort_timing)
-        return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior', [], {})
+        asked.options.append(options)
+        source = options.get('accelerations', 'auto')
+        fit = {'velocity': 0.05, 'position': 0.01} if source == 'auto' else {}
+        return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior', [], {},
+                                      accelerations='position' if source == 'auto'
+                                      else source, acceleration_fit=fit)
 
-    def errors(model, pieces, effort_timing='instant', drive_gain=None):
+    def errors(model, pieces, effort_timing='instant', drive_gain=None,
+               accelerations='velocity'):
+        asked.errors.append(accelerations)
         return identify_core.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
     monkeypatch.setattr(identify_core, 'identify', identify)
     monkeypatch.setattr(identify_core, 'errors', errors)
@@ -318,6 +330,36 @@ def test_node_sections_match_as_the_nodes_match_them(tmp_path, section, applies)
     assert (robot['mass'][1] == 21.0) is nodes_say
     if applies is not None:
         assert nodes_say is applies
+
+
+def test_the_acceleration_source_is_chosen_said_and_used_for_the_validation(tmp_path, capsys,
+                                                                           estimator):
+    """By default the estimate chooses (auto) and the line says which and both fits; the
+    validation errors are computed with the source the estimate used; `--accelerations`
+    passes a source through and the line names the flag."""
+    write_bag(tmp_path / 'bag')
+    output = tmp_path / 'out.yaml'
+    code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag',
+                                  str(tmp_path / 'bag'), '--output', str(output))
+    assert code == 0, out + err
+    assert estimator.options[-1]['accelerations'] == 'auto'
+    assert estimator.errors == ['position', 'position']          # the prior and the estimate
+    line = next(r for r in out.splitlines() if r.startswith('accelerations:'))
+    assert 'second derivative of the recorded positions' in line and '1 %' in line
+    assert '5 %' in line and 'derivative of the recorded velocities' in line
+    assert 'accelerations from the recorded positions' in output.read_text()
+    code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag',
+                                  str(tmp_path / 'bag'), '--accelerations', 'velocity',
+                                  '--output', str(output))
+    assert code == 0, out + err
+    assert estimator.options[-1]['accelerations'] == 'velocity'
+    assert estimator.errors[-2:] == ['velocity', 'velocity']
+    assert ('accelerations: the derivative of the recorded velocities (--accelerations '
+            'velocity)') in out
+    code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag',
+                                  str(tmp_path / 'bag'), '--accelerations', 'encoder',
+                                  '--output', str(output))
+    assert code == 2 and '--accelerations' in err
 
 
 def test_the_effort_timing_comes_from_the_bag_unless_given(tmp_path, capsys, estimator):

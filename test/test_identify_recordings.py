@@ -199,8 +199,15 @@ def check_recording(kind, folder, true_t, model):
     np.testing.assert_allclose(data.tau, 3.0 * data.q + 0.5 * data.qd + 1.0, atol=2e-3)
     # (without a stamp, a message delivered late has only its receive time: not checked)
     if kind['stamps'] == 'set' or not kind['late']:
-        relative = np.abs(data.qdd + OMEGA ** 2 * data.q) / (AMPLITUDE * OMEGA ** 2)
-        assert np.max(relative) < 0.03, np.max(relative, axis=0)
+        relative = np.max(np.abs(data.qdd + OMEGA ** 2 * data.q) / (AMPLITUDE * OMEGA ** 2),
+                          axis=0)
+        limit = np.full(len(JOINTS), 0.03)
+        if kind['split']:
+            # the wrist's joints are interpolated between its own publisher's samples, at
+            # most 5 of its steps apart: the secant slope of q̇ over a step h is off the
+            # derivative by up to ω h / 2 of q̈'s amplitude (before the filter)
+            limit[4:] += OMEGA[4:] * 5.0 / (kind['rate'] * kind['split']) / 2.0
+        assert np.all(relative < limit), (relative, limit)
     return 'used'
 
 
@@ -220,6 +227,8 @@ def model():
                    version=6), seed=2)
 @example(kind=dict(BASE, stamps='zero', gap=True, storage='mcap', version=7), seed=3)
 @example(kind=dict(BASE, rate=250.0, split=1.0, jitter=0.4, version=9), seed=4)
+@example(kind=dict(BASE, rate=100.0, jitter=0.0, drop=0.05, gap=True, duplicate=0.02,
+                   late=0.02, split=0.5, gripper=True, version=6), seed=316)   # a 50 Hz wrist
 def test_every_recording_is_used_or_refused_in_one_line(tmp_path_factory, model, kind, seed):
     folder = tmp_path_factory.mktemp('bag') / 'bag'
     true_t = write_recording(folder, kind, seed)

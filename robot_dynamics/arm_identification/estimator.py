@@ -16,7 +16,7 @@ from robot_dynamics.arm_identification.libraries import _require
 from robot_dynamics.arm_identification.models import model_with_parameters, physical_consistency_issues
 from robot_dynamics.arm_identification.parameters import (FRICTION_LEVELS, _per_index, _urdf6, arm_parameters,
                             joint_terms)
-from robot_dynamics.arm_identification.recording import _prepare
+from robot_dynamics.arm_identification.recording import ACCELERATION_SOURCES, _prepare
 from robot_dynamics.arm_identification.regressor import (_feature_functions, _set_friction_columns, arm_regressor,
                            friction_columns)
 
@@ -67,7 +67,10 @@ class ArmIdentification(NamedTuple):
     ([] expected); timing: seconds per stage; offset (n,): the identified effort offsets
     (None without ``offset``); drive_gain (n,): τ = gain × recorded effort (None without
     a payload recording); uncertainty: `BaseUncertainty`; friction_model, stribeck_velocity:
-    each joint's law and the velocity scale chosen."""
+    each joint's law and the velocity scale chosen; accelerations: where q̈ came from
+    ('velocity' or 'position', see `identify_arm`); acceleration_fit: {source: the RMS
+    over joints of the relative residual of an ordinary least-squares fit} for each source
+    compared (empty when the source was given)."""
 
     model: RobotModel
     phi: np.ndarray
@@ -88,6 +91,8 @@ class ArmIdentification(NamedTuple):
     uncertainty: BaseUncertainty = None
     friction_model: tuple = ()
     stribeck_velocity: np.ndarray = None
+    accelerations: str = 'velocity'
+    acceleration_fit: dict = {}
 
     @property
     def excited(self):
@@ -157,15 +162,20 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                  max_condition=1000.0, effort_timing='instant', base=None, solver=None,
                  verbose=False, friction=None, velocity_grid=VELOCITY_GRID,
                  payload_recording=None, payload=None, essential_ratio=100.0,
-                 constrained=True):
+                 constrained=True, accelerations='auto'):
     """Estimate the whole arm's parameters from recorded motion and efforts.
 
     t (K,) [s], q, qd, tau (K, n): measured positions, velocities and applied efforts (or
     lists of such arrays, one per recording), in the model's joint order.
 
     Data: `_prepare` (zero-phase Butterworth filter at `cutoff_frequency` Hz of q, q̇ and
-    τ, q̈ from the filtered q̇, decimation to `sample_rate` Hz; positions are never
-    differentiated twice); `effort_timing` says whether an effort sample is measured at its
+    τ, decimation to `sample_rate` Hz); q̈ from `accelerations`: 'velocity' (the
+    derivative of the filtered recorded q̇), 'position' (the second derivative of the
+    filtered recorded q) or 'auto' (default: the one whose ordinary least-squares fit of
+    the base parameters leaves the smaller relative residual on these data; a source's
+    noise in q̈, times the inertia, is residual no parameter can explain: noisy velocity
+    sensors favour the positions, coarse encoders or stamps off the sampling instants
+    favour the velocities); `effort_timing` says whether an effort sample is measured at its
     instant ('instant', default: a real drive's measured effort), held over the following
     period ('held_after': `closed_loop_experiment`) or over the preceding one
     ('held_before': the plant node's /joint_states), see `_prepare`. A joint's equation at
@@ -242,20 +252,32 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     if gains and payload is None:
         raise ValueError('payload: the payload recording needs the payload\'s mass, com '
                          'and inertia')
+    if accelerations not in ACCELERATION_SOURCES + ('auto',):
+        raise ValueError(f'accelerations: expected auto or one of {ACCELERATION_SOURCES}, '
+                         f'got {accelerations!r}')
     recordings = [(t, q, qd, tau)] + ([tuple(payload_recording)] if gains else [])
     data = [_prepare(prior, *r, cutoff_frequency, sample_rate, friction_velocity,
                      effort_timing, functions) for r in recordings]
     stopwatch.lap('filter')
     base = base_parameters(prior, offset) if base is None else base
     stopwatch.lap('base parameters')
-    equations = _Equations(prior, offset, data, keys, velocities)
-    stopwatch.lap('regressor')
-    equations.normal_equations(payload if gains else None)
-    stopwatch.lap('normal equations')
-    p, P = equations.p, equations.P
-    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
     effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
     scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
+    sources = ACCELERATION_SOURCES if accelerations == 'auto' else (accelerations,)
+    candidates = {}
+    for source in sources:
+        chosen = [d.with_accelerations(source) for d in data]
+        candidate = _Equations(prior, offset, chosen, keys, velocities.copy())
+        candidate.normal_equations(payload if gains else None)
+        candidates[source] = candidate
+    stopwatch.lap('regressor and normal equations')
+    p, P = candidates[sources[0]].p, candidates[sources[0]].P
+    ix = np.concatenate((base.independent, np.arange(p, P))).astype(int)
+    fit = {source: _relative_fit(c, ix, 1.0 / scale0 ** 2) for source, c in candidates.items()}
+    accelerations = min(fit, key=fit.get)
+    equations = candidates[accelerations]
+    velocities = equations.velocities
+    fit = fit if len(fit) > 1 else {}
     if smooth and grid:
         _search_velocity_scales(equations, smooth, grid, ix, 1.0 / scale0 ** 2)
         stopwatch.lap('velocity scales')
@@ -299,7 +321,8 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         raw_samples=sum(d.raw_samples for d in data), rms_residual=rms, sigma=sigma,
         not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
         offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
-        friction_model=prior.friction_model, stribeck_velocity=velocities)
+        friction_model=prior.friction_model, stribeck_velocity=velocities,
+        accelerations=accelerations, acceleration_fit=fit)
 
 
 def _checked_grid(velocity_grid):
@@ -452,6 +475,16 @@ def _search_velocity_scales(equations, smooth, grid, ix, weights0):
                 if best is None or value < best[0]:
                     best = (value, v)
             equations.set_velocity(j, best[1])
+
+
+def _relative_fit(equations, ix, weights):
+    """The RMS over joints of the relative residual (residual / RMS effort: `weights` (n,)
+    1 / each joint's mean square effort) of the ordinary least-squares fit of the base
+    parameters `ix`, from the normal equations."""
+    G, h = _weighted(equations.G_j, equations.h_j, weights, ix)
+    x = _inverse(G, h)
+    residual = float(weights @ equations.yy - 2.0 * h @ x + x @ G @ x)
+    return math.sqrt(max(residual, 0.0) / max(float(np.sum(equations.counts)), 1.0))
 
 
 def _residual_weights(equations, ix, scale0):
@@ -646,10 +679,11 @@ def _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose):
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
                       friction_velocity=0.02, offset=None, effort_timing='instant',
-                      drive_gain=None):
+                      drive_gain=None, accelerations='velocity'):
     """RMS effort error of `model` on recorded data (prepared as in `identify_arm`:
-    filtered q, q̇, τ, q̈ from the filtered q̇; samples where a joint moves slower than
-    `friction_velocity` left out for that joint) and the relative error, RMS error /
+    filtered q, q̇, τ, q̈ from the filtered q̇ or, with `accelerations` 'position', from
+    the filtered q (pass the estimate's ``accelerations``); samples where a joint moves
+    slower than `friction_velocity` left out for that joint) and the relative error, RMS error /
     RMS measured effort, per joint: two (n,) arrays. The prediction of a recorded effort
     is τ_model / drive_gain + offset; `offset` (n,): the effort sensor's offsets (default:
     the model's ``effort_offset``), `drive_gain` (n,): τ = gain × recorded effort
@@ -657,7 +691,7 @@ def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=1
     keys, functions = _feature_functions(model.friction_model,
                                          [[v] for v in model.stribeck_velocity])
     data = _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-                    effort_timing, functions)
+                    effort_timing, functions, accelerations)
     predicted = dynamics.inverse_dynamics(model, data.q, data.qd, data.qdd)
     # friction as filtered like the efforts (see `_prepare`): the levels times the
     # filtered columns instead of the law at the filtered velocity

@@ -14,6 +14,9 @@ class RecordingError(ValueError):
     do); any other exception from the estimator is a bug, not bad data."""
 
 
+ACCELERATION_SOURCES = ('velocity', 'position')
+
+
 class _Prepared(NamedTuple):
     q: np.ndarray        # (K, n) filtered, decimated
     qd: np.ndarray
@@ -23,6 +26,15 @@ class _Prepared(NamedTuple):
     mask: np.ndarray     # (K, n) bool: joint row usable (moving faster than friction_velocity)
     raw_samples: int
     features: list = []  # `features` functions of the full-rate filtered q̇, filtered like τ
+    qdd_position: np.ndarray = None   # (K, n) second derivative of the filtered q
+
+    def with_accelerations(self, source):
+        """This data with q̈ from `source`: 'velocity' (the derivative of the filtered
+        recorded q̇, as prepared) or 'position' (the second derivative of the filtered q)."""
+        if source not in ACCELERATION_SOURCES:
+            raise ValueError(f'accelerations: expected one of {ACCELERATION_SOURCES}, got '
+                             f'{source!r}')
+        return self if source == 'velocity' else self._replace(qdd=self.qdd_position)
 
 
 def _segments(t, q, qd, tau, n):
@@ -80,10 +92,12 @@ def uniform_grid(t, arrays):
 
 
 def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-             effort_timing='instant', features=()):
+             effort_timing='instant', features=(), accelerations='velocity'):
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
-    of the filtered q̇, edges of 1/cutoff s dropped, decimation to about `sample_rate`.
+    of the filtered q̇ (and, as ``qdd_position``, from second differences of the filtered
+    q; `accelerations` 'position' puts that one in ``qdd``), edges of 1/cutoff s dropped,
+    decimation to about `sample_rate`.
     Each gap-free run of samples is put on a uniform grid first (`uniform_grid`: its
     median step; linear interpolation where the stamps jitter or a message is missing;
     runs are cut where time does not increase or a step exceeds 5 median steps). The Coulomb
@@ -120,14 +134,17 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
             f'no recording long enough to filter: the longest run without a gap is '
             f'{longest:.3g} s, the filter needs more than {4.0 / cutoff_frequency:.3g} s '
             '(record a longer motion, without pauses or dropped stretches)')
-    qf, qdf, qddf, tauf, coulomb, *extra = (np.concatenate(parts) for parts in zip(*pieces))
+    qf, qdf, qddf, tauf, coulomb, qddp, *extra = (np.concatenate(parts)
+                                                  for parts in zip(*pieces))
     mask = np.abs(qdf) >= friction_velocity
-    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra))
+    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra),
+                     qddp).with_accelerations(accelerations)
 
 
 def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing, features):
-    """One gap-free run of `_prepare`: (q, q̇, q̈, τ, Coulomb column, *features) filtered,
-    edges dropped and decimated, or None when the run is too short to filter."""
+    """One gap-free run of `_prepare`: (q, q̇, q̈, τ, Coulomb column, q̈ from q,
+    *features) filtered, edges dropped and decimated, or None when the run is too short
+    to filter."""
     qg, qdg, taug = arrays
     step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg, taug))
     rate = 1.0 / step
@@ -146,14 +163,17 @@ def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing
         column = np.zeros_like(qdf)
         column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
         extra.append(column)
+    qdp = np.gradient(qf, step, axis=0)
     if effort_timing == 'instant':
         qddf = np.gradient(qdf, step, axis=0)
+        qddp = np.gradient(qdp, step, axis=0)
     else:
         qddf = np.diff(qdf, axis=0) / step
+        qddp = np.diff(qdp, axis=0) / step
         qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
         coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
         extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
         tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
     keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-    return (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
+    return (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep], qddp[keep],
             *(e[keep] for e in extra))

@@ -8,7 +8,7 @@ parameter file the controller and the plant load after the robot's own (doc/iden
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] [--output-section /**/NODE]
-                      [--offset] [--friction LAW [LAW ...]]
+                      [--offset] [--friction LAW [LAW ...]] [--accelerations auto]
                       [--payload-bag DIR [DIR ...] --payload M CX CY CZ [I x 6]]
                       [--report REPORT.yaml] [--relative-std-threshold 20]
                       [--essential-ratio 100] --output OUT.yaml
@@ -51,7 +51,10 @@ written as ``effort_offset``: the controller does not add it to its command); `-
 sets the joints' friction laws (coulomb, asymmetric, tanh, stribeck; one for all or one per
 joint); `--payload-bag` with `--payload` (a second recording with a known payload
 attached: mass, centre of mass in the last link frame [, inertia about it]) estimates
-each joint's drive gain (joint effort = gain × recorded effort).
+each joint's drive gain (joint effort = gain × recorded effort). `--accelerations`: the
+accelerations from the recorded velocities' derivative or the recorded positions' second
+derivative; by default the one the estimation data fit better (printed), also used for the
+validation errors.
 
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
 --timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
@@ -80,6 +83,7 @@ from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_s
 from robot_dynamics.model import FRICTION_MODELS, RobotModel
 
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
+ACCELERATION_SOURCES = ('velocity', 'position')      # arm_identification's, not imported here
 
 BAD_INPUT = 2
 NOT_EXCITED = 3
@@ -170,6 +174,12 @@ def parse_arguments(argv):
                           help='the node section of the written file (default: /**/NODE, '
                           'NODE the --node: the controller only; "/**": every node, the '
                           'plant of a simulation too)')
+    estimate.add_argument('--accelerations', default='auto',
+                          choices=('auto',) + ACCELERATION_SOURCES,
+                          help='where the accelerations come from: velocity (the '
+                          'derivative of the recorded velocities), position (the second '
+                          'derivative of the recorded positions) or auto (default: the one '
+                          'the estimation data fit better)')
     estimate.add_argument('--offset', action='store_true',
                           help="estimate each joint's constant effort offset (the effort "
                           "sensor's bias; written as effort_offset, not used in the command)")
@@ -409,7 +419,8 @@ def estimate(args, out=print):
         raise InputError(f'--friction: expected 1 or {model.n} laws, got {len(friction)}')
     friction = friction[0] if friction is not None and len(friction) == 1 else friction
     options = dict(offset=getattr(args, 'offset', False), friction=friction,
-                   essential_ratio=getattr(args, 'essential_ratio', 100.0))
+                   essential_ratio=getattr(args, 'essential_ratio', 100.0),
+                   accelerations=getattr(args, 'accelerations', 'auto'))
     if getattr(args, 'payload_bags', None):
         payload_recordings = read_recordings(args.payload_bags, joints, args.topic)
         for recording in payload_recordings:
@@ -427,6 +438,7 @@ def estimate(args, out=print):
                               f'{_first_line(error)}') from None
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
         f'filtering and decimation; condition number {result.condition:.4g}')
+    out(acceleration_line(result))
     if result.not_excited:
         out(f'not excited: the data do not determine {"; ".join(result.not_excited)}. '
             f'Nothing written to {args.output}: record a longer or richer motion (e.g. '
@@ -437,9 +449,10 @@ def estimate(args, out=print):
                                      'armature and friction >= 0)' if not result.consistency
                                      else 'NO: ' + '; '.join(result.consistency)))
     try:
-        prior_errors = core.errors(model, pieces(validation), timing)
+        prior_errors = core.errors(model, pieces(validation), timing,
+                                   accelerations=result.accelerations)
         identified_errors = core.errors(result.model, pieces(validation), timing,
-                                        result.drive_gain)
+                                        result.drive_gain, result.accelerations)
     except RecordingError as error:
         raise InputError(f'the validation data ({held}): {error}') from None
     out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '
@@ -466,6 +479,20 @@ def estimate(args, out=print):
     out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
         f'{files} --params-file {args.output}')
     return 0
+
+
+def acceleration_line(result):
+    """Where the accelerations came from, and why, in one line."""
+    words = {'velocity': 'the derivative of the recorded velocities',
+             'position': 'the second derivative of the recorded positions'}
+    chosen = result.accelerations
+    fit = getattr(result, 'acceleration_fit', None) or {}
+    if chosen not in fit or len(fit) < 2:
+        return f'accelerations: {words[chosen]} (--accelerations {chosen})'
+    other = next(source for source in fit if source != chosen)
+    return (f'accelerations: {words[chosen]}: a least-squares fit leaves '
+            f'{100 * fit[chosen]:.3g} % of the efforts unexplained with them, '
+            f'{100 * fit[other]:.3g} % with {words[other]} (--accelerations to choose)')
 
 
 # ---------------------------------------------------------------------- uncertainty
@@ -647,6 +674,9 @@ def write_parameter_file(path, robot, args, result, held, prior_errors, identifi
                          timing='instant', section='/**'):
     comments = [f'prior: {" ".join(args.params_files)}',
                 f'recordings: {" ".join(args.bags)} (effort timing {timing})',
+                'accelerations from the recorded '
+                + {'velocity': 'velocities', 'position': 'positions'}[
+                    getattr(result, 'accelerations', 'velocity')],
                 f'{result.samples} samples used, condition number {result.condition:.4g}',
                 f'validation ({held}), relative effort error per joint: prior '
                 f'{_percentages(prior_errors.relative)}, identified '

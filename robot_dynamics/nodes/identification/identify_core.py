@@ -23,6 +23,8 @@ class Estimate(NamedTuple):
     uncertainty: object = None     # arm_identification.BaseUncertainty
     friction_model: tuple = ()     # each joint's friction law
     stribeck_velocity: object = None   # (n,) the laws' velocity scales
+    accelerations: str = 'velocity'    # where q̈ came from: 'velocity' or 'position'
+    acceleration_fit: dict = {}        # {source: relative residual} of the sources compared
 
 
 class Errors(NamedTuple):
@@ -35,31 +37,38 @@ def _columns(pieces):
 
 
 def identify(prior, pieces, effort_timing='instant', offset=False, friction=None,
-             payload_pieces=None, payload=None, essential_ratio=100.0):
+             payload_pieces=None, payload=None, essential_ratio=100.0,
+             accelerations='auto'):
     """Estimate from [(t, q, qd, tau)] gap-free recordings (with effort offsets, the
-    friction laws `friction`, drive gains from `payload_pieces` recorded with `payload`);
-    ValueError for data that cannot be used (e.g. too short to filter)."""
+    friction laws `friction`, drive gains from `payload_pieces` recorded with `payload`,
+    q̈ from `accelerations`); ValueError for data that cannot be used (e.g. too short to
+    filter)."""
     t, q, qd, tau = _columns(pieces)
     extra = {}
     if payload_pieces is not None:
         extra = dict(payload_recording=_columns(payload_pieces), payload=payload)
     result = arm_identification.identify_arm(prior, t, q, qd, tau, offset=offset,
                                              friction=friction, effort_timing=effort_timing,
-                                             essential_ratio=essential_ratio, **extra)
+                                             essential_ratio=essential_ratio,
+                                             accelerations=accelerations, **extra)
     return Estimate(result.model, int(result.samples), int(result.raw_samples),
                     float(result.condition_number), list(result.not_excited),
                     str(result.fixed), list(result.consistency), dict(result.timing),
                     result.offset, result.drive_gain, result.uncertainty,
-                    tuple(result.friction_model), result.stribeck_velocity)
+                    tuple(result.friction_model), result.stribeck_velocity,
+                    result.accelerations, dict(result.acceleration_fit))
 
 
-def errors(model, pieces, effort_timing='instant', drive_gain=None):
+def errors(model, pieces, effort_timing='instant', drive_gain=None,
+           accelerations='velocity'):
     """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)] (recorded
-    efforts predicted as τ / drive_gain + the model's effort offset)."""
+    efforts predicted as τ / drive_gain + the model's effort offset; q̈ from
+    `accelerations`, as the estimate took it)."""
     t, q, qd, tau = _columns(pieces)
     rms, relative = arm_identification.validation_errors(model, t, q, qd, tau,
                                                          effort_timing=effort_timing,
-                                                         drive_gain=drive_gain)
+                                                         drive_gain=drive_gain,
+                                                         accelerations=accelerations)
     return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
 
 
