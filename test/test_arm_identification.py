@@ -425,6 +425,30 @@ def test_identify_arm_takes_the_accelerations_from_the_better_sensor(panda_case,
     assert np.mean(chosen) < np.mean(worse)
 
 
+@pytest.mark.parametrize('absent', ['None', 'NaN'])
+def test_identify_arm_without_recorded_velocities_uses_the_positions(panda_case, absent):
+    """A recording of positions and efforts only (q̇ None, or every value NaN as a reader
+    fills a missing field): q̇ and q̈ from the positions, the arm identified as well as
+    with them; asking for the velocities is refused in one line."""
+    prior, true, excitation = panda_case
+    t, q, qd, tau = open_loop_data(true, excitation, 500.0)
+    missing = None if absent == 'None' else np.full_like(qd, np.nan)
+    result = ai.identify_arm(prior, t, q, missing, tau)
+    assert not result.velocities_recorded and result.accelerations == 'position'
+    assert result.acceleration_fit == {}
+    assert np.all(_base_torque_error(result, true, excitation) < 2e-3)
+    _, relative = ai.validation_errors(result.model, t, q, missing, tau,
+                                       accelerations='position')
+    assert np.all(relative < 2e-3), relative
+    with pytest.raises(ai.RecordingError, match='^accelerations: velocity .* no velocities'):
+        ai.identify_arm(prior, t, q, missing, tau, accelerations='velocity')
+    # NaN in some velocities only is bad data, not a missing field
+    partly = qd.copy()
+    partly[10, 2] = np.nan
+    with pytest.raises(ValueError, match='^qd: non-finite'):
+        ai.identify_arm(prior, t, q, partly, tau)
+
+
 def test_identify_arm_refuses_an_unknown_acceleration_source(panda_case):
     prior, true, excitation = panda_case
     with pytest.raises(ValueError, match='^accelerations:'):

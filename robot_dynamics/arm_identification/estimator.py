@@ -70,7 +70,8 @@ class ArmIdentification(NamedTuple):
     each joint's law and the velocity scale chosen; accelerations: where q̈ came from
     ('velocity' or 'position', see `identify_arm`); acceleration_fit: {source: the RMS
     over joints of the relative residual of an ordinary least-squares fit} for each source
-    compared (empty when the source was given)."""
+    compared (empty when the source was given); velocities_recorded: False when no
+    recording had velocities (q̇ and q̈ from the positions)."""
 
     model: RobotModel
     phi: np.ndarray
@@ -93,6 +94,7 @@ class ArmIdentification(NamedTuple):
     stribeck_velocity: np.ndarray = None
     accelerations: str = 'velocity'
     acceleration_fit: dict = {}
+    velocities_recorded: bool = True
 
     @property
     def excited(self):
@@ -171,7 +173,8 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     Data: `_prepare` (zero-phase Butterworth filter at `cutoff_frequency` Hz of q, q̇ and
     τ, decimation to `sample_rate` Hz); q̈ from `accelerations`: 'velocity' (the
     derivative of the filtered recorded q̇), 'position' (the second derivative of the
-    filtered recorded q) or 'auto' (default: the one whose ordinary least-squares fit of
+    filtered recorded q; the only one for recordings without velocities: q̇ None or all
+    NaN, q̇ from q too) or 'auto' (default: the one whose ordinary least-squares fit of
     the base parameters leaves the smaller relative residual on these data; a source's
     noise in q̈, times the inertia, is residual no parameter can explain: noisy velocity
     sensors favour the positions, coarse encoders or stamps off the sampling instants
@@ -263,7 +266,9 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     stopwatch.lap('base parameters')
     effort = [np.concatenate([d.tau[d.mask[:, j], j] for d in data]) for j in range(n)]
     scale0 = np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0 for e in effort]) + 1e-9
-    sources = ACCELERATION_SOURCES if accelerations == 'auto' else (accelerations,)
+    recorded = any(d.velocities_recorded for d in data)
+    sources = ((ACCELERATION_SOURCES if recorded else ('position',))
+               if accelerations == 'auto' else (accelerations,))
     candidates = {}
     for source in sources:
         chosen = [d.with_accelerations(source) for d in data]
@@ -322,7 +327,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
         offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
         friction_model=prior.friction_model, stribeck_velocity=velocities,
-        accelerations=accelerations, acceleration_fit=fit)
+        accelerations=accelerations, acceleration_fit=fit, velocities_recorded=recorded)
 
 
 def _checked_grid(velocity_grid):
@@ -679,10 +684,11 @@ def _solve_sdp(R, z, phi0, std, n, k, nonnegative, solver, verbose):
 
 def validation_errors(model, t, q, qd, tau, cutoff_frequency=10.0, sample_rate=100.0,
                       friction_velocity=0.02, offset=None, effort_timing='instant',
-                      drive_gain=None, accelerations='velocity'):
+                      drive_gain=None, accelerations=None):
     """RMS effort error of `model` on recorded data (prepared as in `identify_arm`:
-    filtered q, q̇, τ, q̈ from the filtered q̇ or, with `accelerations` 'position', from
-    the filtered q (pass the estimate's ``accelerations``); samples where a joint moves
+    filtered q, q̇, τ, q̈ from the filtered q̇ or, with `accelerations` 'position' or
+    without recorded velocities, from the filtered q (pass the estimate's
+    ``accelerations``); samples where a joint moves
     slower than `friction_velocity` left out for that joint) and the relative error, RMS error /
     RMS measured effort, per joint: two (n,) arrays. The prediction of a recorded effort
     is τ_model / drive_gain + offset; `offset` (n,): the effort sensor's offsets (default:

@@ -27,6 +27,7 @@ class _Prepared(NamedTuple):
     raw_samples: int
     features: list = []  # `features` functions of the full-rate filtered q̇, filtered like τ
     qdd_position: np.ndarray = None   # (K, n) second derivative of the filtered q
+    velocities_recorded: bool = True  # False: no run had velocities (q̇ from q throughout)
 
     def with_accelerations(self, source):
         """This data with q̈ from `source`: 'velocity' (the derivative of the filtered
@@ -34,14 +35,27 @@ class _Prepared(NamedTuple):
         if source not in ACCELERATION_SOURCES:
             raise ValueError(f'accelerations: expected one of {ACCELERATION_SOURCES}, got '
                              f'{source!r}')
+        if source == 'velocity' and not self.velocities_recorded:
+            raise RecordingError('accelerations: velocity asked for, but the recording has '
+                                 'no velocities (use the positions: --accelerations position '
+                                 'or auto)')
         return self if source == 'velocity' else self._replace(qdd=self.qdd_position)
+
+
+def velocities_absent(qd):
+    """True when a recording's velocities were not recorded: None, or every value NaN."""
+    if qd is None:
+        return True
+    values = np.asarray(qd, dtype=float)
+    return values.size > 0 and bool(np.all(np.isnan(values)))
 
 
 def _segments(t, q, qd, tau, n):
     """Split the input into recordings: a list of arrays (one per recording) or single
-    arrays; each recording is split again where time does not increase or jumps."""
+    arrays; each recording is split again where time does not increase or jumps. A
+    recording without velocities (`velocities_absent`) has None for q̇."""
     if isinstance(t, (list, tuple)) and len(t) and np.ndim(t[0]) == 1:
-        groups = list(zip(t, q, qd, tau))
+        groups = list(zip(t, q, [None] * len(t) if qd is None else qd, tau))
     else:
         groups = [(t, q, qd, tau)]
     out = []
@@ -49,6 +63,9 @@ def _segments(t, q, qd, tau, n):
         tg = np.asarray(tg, dtype=float).reshape(-1)
         arrays = []
         for name, value in (('q', qg), ('qd', qdg), ('tau', taug)):
+            if name == 'qd' and velocities_absent(value):
+                arrays.append(None)
+                continue
             value = np.asarray(value, dtype=float)
             if value.ndim != 2 or value.shape != (tg.size, n):
                 raise RecordingError(f'{name}: expected shape ({tg.size}, {n}) (samples × '
@@ -67,7 +84,7 @@ def _segments(t, q, qd, tau, n):
         breaks = np.flatnonzero((dt <= 0.0) | (dt > 5.0 * step)) + 1
         for piece in np.split(np.arange(tg.size), breaks):
             if piece.size >= 2:
-                out.append((tg[piece], *(a[piece] for a in arrays)))
+                out.append((tg[piece], *(None if a is None else a[piece] for a in arrays)))
     return out
 
 
@@ -92,11 +109,12 @@ def uniform_grid(t, arrays):
 
 
 def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_velocity,
-             effort_timing='instant', features=(), accelerations='velocity'):
+             effort_timing='instant', features=(), accelerations=None):
     """Zero-phase Butterworth low-pass (order 4, `cutoff_frequency`) of q, q̇ and τ
     (parallel filtering: the same filter on both sides of τ = Y φ), q̈ from differences
     of the filtered q̇ (and, as ``qdd_position``, from second differences of the filtered
-    q; `accelerations` 'position' puts that one in ``qdd``), edges of 1/cutoff s dropped,
+    q; `accelerations` 'position' puts that one in ``qdd``; None: 'velocity' when the
+    velocities were recorded, else 'position'), edges of 1/cutoff s dropped,
     decimation to about `sample_rate`.
     Each gap-free run of samples is put on a uniform grid first (`uniform_grid`: its
     median step; linear interpolation where the stamps jitter or a message is missing;
@@ -104,6 +122,10 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     column sign(q̇) is computed at the full rate and filtered with the same filter, as are
     the `features` ((function, joints): a function of the filtered full-rate q̇ of those
     joints (K, m) -> (K, m), the smooth friction laws' columns; zeros for other joints).
+
+    A recording without velocities (q̇ None or all NaN, `velocities_absent`) takes q̇ as
+    the derivative of its filtered q, and its q̈ is the positions' whatever
+    `accelerations` says; ``velocities_recorded`` is False when no recording had them.
 
     effort_timing: what the effort of sample k is. 'instant': the effort at t_k (a
     measured effort); paired with the state at t_k and the central difference of q̇.
@@ -134,26 +156,32 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
             f'no recording long enough to filter: the longest run without a gap is '
             f'{longest:.3g} s, the filter needs more than {4.0 / cutoff_frequency:.3g} s '
             '(record a longer motion, without pauses or dropped stretches)')
+    recorded = any(piece[0] for piece in pieces)
     qf, qdf, qddf, tauf, coulomb, qddp, *extra = (np.concatenate(parts)
-                                                  for parts in zip(*pieces))
+                                                  for parts in zip(*(p[1] for p in pieces)))
     mask = np.abs(qdf) >= friction_velocity
-    return _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra),
-                     qddp).with_accelerations(accelerations)
+    data = _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra), qddp, recorded)
+    if accelerations is None:
+        accelerations = 'velocity' if recorded else 'position'
+    return data.with_accelerations(accelerations)
 
 
 def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing, features):
-    """One gap-free run of `_prepare`: (q, q̇, q̈, τ, Coulomb column, q̈ from q,
-    *features) filtered, edges dropped and decimated, or None when the run is too short
-    to filter."""
+    """One gap-free run of `_prepare`: (velocities recorded, (q, q̇, q̈, τ, Coulomb
+    column, q̈ from q, *features)) filtered, edges dropped and decimated, or None when the
+    run is too short to filter. q̇ None: the derivative of the filtered q."""
     qg, qdg, taug = arrays
-    step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg, taug))
+    recorded = qdg is not None
+    step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg if recorded else qg, taug))
     rate = 1.0 / step
     cutoff = min(float(cutoff_frequency), 0.4 * rate)
     sos = signal.butter(4, cutoff, fs=rate, output='sos')
     edge = int(math.ceil(rate / cutoff))
     if qg.shape[0] <= 4 * edge + 20:
         return None                         # too short to filter
-    qf, qdf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, qdg, taug))
+    qf, tauf = (signal.sosfiltfilt(sos, a, axis=0) for a in (qg, taug))
+    qdp = np.gradient(qf, step, axis=0)
+    qdf = signal.sosfiltfilt(sos, qdg, axis=0) if recorded else qdp
     # the Coulomb column, filtered like every other term of τ: filtering does not
     # commute with sign(), and sign(filtered q̇) would be a step where the filtered
     # effort has a ramp ~1/cutoff long at every reversal
@@ -163,7 +191,6 @@ def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing
         column = np.zeros_like(qdf)
         column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
         extra.append(column)
-    qdp = np.gradient(qf, step, axis=0)
     if effort_timing == 'instant':
         qddf = np.gradient(qdf, step, axis=0)
         qddp = np.gradient(qdp, step, axis=0)
@@ -175,5 +202,5 @@ def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing
         extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
         tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
     keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
-    return (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep], qddp[keep],
-            *(e[keep] for e in extra))
+    return recorded, (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
+                      qddp[keep], *(e[keep] for e in extra))

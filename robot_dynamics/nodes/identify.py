@@ -487,6 +487,9 @@ def acceleration_line(result):
              'position': 'the second derivative of the recorded positions'}
     chosen = result.accelerations
     fit = getattr(result, 'acceleration_fit', None) or {}
+    if not getattr(result, 'velocities_recorded', True):
+        return (f'accelerations: {words[chosen]} (the recordings have no velocities: the '
+                "velocities are the positions' derivative too)")
     if chosen not in fit or len(fit) < 2:
         return f'accelerations: {words[chosen]} (--accelerations {chosen})'
     other = next(source for source in fit if source != chosen)

@@ -25,6 +25,7 @@ class Estimate(NamedTuple):
     stribeck_velocity: object = None   # (n,) the laws' velocity scales
     accelerations: str = 'velocity'    # where q̈ came from: 'velocity' or 'position'
     acceleration_fit: dict = {}        # {source: relative residual} of the sources compared
+    velocities_recorded: bool = True   # False: q̇ and q̈ from the positions (none recorded)
 
 
 class Errors(NamedTuple):
@@ -56,11 +57,12 @@ def identify(prior, pieces, effort_timing='instant', offset=False, friction=None
                     str(result.fixed), list(result.consistency), dict(result.timing),
                     result.offset, result.drive_gain, result.uncertainty,
                     tuple(result.friction_model), result.stribeck_velocity,
-                    result.accelerations, dict(result.acceleration_fit))
+                    result.accelerations, dict(result.acceleration_fit),
+                    bool(result.velocities_recorded))
 
 
 def errors(model, pieces, effort_timing='instant', drive_gain=None,
-           accelerations='velocity'):
+           accelerations=None):
     """Per joint RMS and relative effort error of `model` on [(t, q, qd, tau)] (recorded
     efforts predicted as τ / drive_gain + the model's effort offset; q̈ from
     `accelerations`, as the estimate took it)."""
