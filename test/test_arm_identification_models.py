@@ -436,3 +436,35 @@ def test_a_friction_list_of_the_wrong_length_is_refused_in_one_line(bags, tmp_pa
     assert code == 2
     error = capsys.readouterr().err.strip()
     assert '--friction: expected 1 or 6 laws, got 2' in error and '\n' not in error
+
+
+def test_an_asymmetric_joints_filtered_columns_are_its_levels_own_filtered():
+    """The friction columns of an asymmetric joint, from features filtered like the
+    efforts, are the filtered max(sign q̇, 0) and min(sign q̇, 0) themselves, also where the
+    joint rests (sign 0: neither level applies); a column 0.5 (1 ± filtered sign) would
+    put half a level into a rest."""
+    laws, velocities = ['asymmetric', 'tanh'], [0.01, 0.05]
+    t = np.arange(0.0, 4.0, 0.01)
+    qd = np.column_stack([np.where(np.abs(t - 2.0) < 0.5, 0.0, np.cos(2.0 * t)),
+                          0.3 * np.sin(3.0 * t)])
+    kernel = np.ones(15) / 15.0                      # any linear low-pass will do
+
+    def low_pass(x):
+        return np.column_stack([np.convolve(x[:, j], kernel, mode='same')
+                                for j in range(x.shape[1])])
+    keys, functions = ai._feature_functions(laws, [[v] for v in velocities])
+    features = {}
+    for key, (function, columns) in zip(keys, functions):
+        column = np.zeros_like(qd)
+        column[:, columns] = function(qd[:, columns])
+        features[key] = low_pass(column)
+    filtered = dict(features, sign=low_pass(np.sign(qd)))
+    columns = ai.friction_columns(laws, velocities, low_pass(qd), filtered)
+    sign = np.sign(qd[:, [0]])
+    np.testing.assert_allclose(columns['coulomb'][:, 0],
+                               low_pass(np.maximum(sign, 0.0))[:, 0], atol=1e-12)
+    np.testing.assert_allclose(columns['coulomb_negative'][:, 0],
+                               low_pass(np.minimum(sign, 0.0))[:, 0], atol=1e-12)
+    # and unfiltered, at the velocities themselves
+    plain = ai.friction_columns(laws, velocities, qd)
+    np.testing.assert_array_equal(plain['coulomb'][:, 0], np.maximum(sign, 0.0)[:, 0])

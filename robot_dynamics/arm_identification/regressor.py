@@ -6,14 +6,17 @@ from robot_dynamics import algorithms, dynamics
 from robot_dynamics.arm_identification.parameters import _link_transforms, joint_terms
 
 
+MOVING = ('moving', 0.0)    # the feature |sign(q̇)| of asymmetric joints
+
+
 def friction_columns(laws, velocities, qd, filtered=None):
     """The friction levels' regressor columns, {'coulomb', 'coulomb_negative',
     'stribeck'} -> (…, n), for per-joint `laws` and velocity scales v_s at velocities qd:
     coulomb s = sign(q̇) (tanh: tanh(q̇/v_s); asymmetric: max(s, 0)), coulomb_negative
     min(s, 0) (asymmetric joints, else 0), stribeck exp(−(q̇/v_s)²) s (stribeck joints, else
     0). `filtered`: the same functions of the full-rate velocity low-pass filtered like the
-    efforts ({'sign': …, ('tanh', v): …, ('stribeck', v): …}, `_prepare`'s features),
-    used instead of evaluating them at qd."""
+    efforts ({'sign': …, MOVING: |sign|, ('tanh', v): …, ('stribeck', v): …},
+    `_prepare`'s features), used instead of evaluating them at qd."""
     qd = np.asarray(qd, dtype=float)
     sign = np.sign(qd) if filtered is None else filtered['sign']
     coulomb = sign.copy()
@@ -22,7 +25,9 @@ def friction_columns(laws, velocities, qd, filtered=None):
     for j, law in enumerate(laws):
         v = float(velocities[j])
         if law == 'asymmetric':
-            whole = np.abs(np.sign(qd[..., j])) if filtered is None else 1.0
+            # |sign(q̇)|: 0 at rest, where neither level applies
+            whole = (np.abs(np.sign(qd[..., j])) if filtered is None
+                     else filtered.get(MOVING, np.ones_like(qd))[..., j])
             coulomb[..., j] = 0.5 * (whole + sign[..., j])
             negative[..., j] = 0.5 * (sign[..., j] - whole)
         elif law == 'tanh':
@@ -38,16 +43,22 @@ def friction_columns(laws, velocities, qd, filtered=None):
 def _feature_functions(laws, velocity_sets):
     """Keys and (function of q̇, joints) for `_prepare`'s features: ('tanh', v) and
     ('stribeck', v) for every v of `velocity_sets` (per joint iterables) of joints with
-    that law (only their columns are computed)."""
+    that law, MOVING (|sign q̇|) for asymmetric joints (only their columns are
+    computed)."""
     keys = []
     for j, law in enumerate(laws):
         if law in ('tanh', 'stribeck'):
             keys += [(law, float(v)) for v in velocity_sets[j]]
+        elif law == 'asymmetric':
+            keys.append(MOVING)
     keys = sorted(set(keys))
 
     def function(key):
         law, v = key
-        columns = [j for j, name in enumerate(laws) if name == law]
+        columns = [j for j, name in enumerate(laws) if name == ('asymmetric' if key == MOVING
+                                                                 else law)]
+        if key == MOVING:
+            return lambda qd: np.abs(np.sign(qd)), columns
         if law == 'tanh':
             return lambda qd: np.tanh(qd / v), columns
         return lambda qd: np.exp(-np.minimum((qd / v) ** 2, 700.0)) * np.sign(qd), columns
