@@ -2,15 +2,19 @@
 
     PYTHONPATH=. <python with numpy, scipy, cvxpy> benchmarks/identification.py
         [--robots puma560 panda] [--duration 60] [--rate 1000] [--seed 1]
-        [--study own|realistic|both] [--friction stribeck] [--keep DIR] [--closed-loop]
+        [--study own|realistic|both|mujoco] [--friction LAW] [--keep DIR] [--closed-loop]
 
-Two studies. "own" (below): recordings whose structure is the estimator's own.
+Three studies. "own" (below): recordings whose structure is the estimator's own.
 "realistic" (`realistic_study`): recordings that are not (benchmarks/realistic_recordings.py:
 friction outside the estimator's laws, effort offsets, coloured noise, quantised encoders,
 jittered stamps, dropped messages, written as rosbag2 bags), with the targets: held-out
 error within 1.05x of an unconstrained least-squares fit with the same friction law and
 offsets, every body physically consistent, 3x better than the robot file where it is
 more than 10 % off, and the time to read and estimate 60 s at 1 kHz (<= 5 s).
+"mujoco" (`mujoco_study`, not part of "both"): the same targets on recordings of an arm
+simulated by MuJoCo (benchmarks/mujoco_recordings.py: arms ur5 and panda, the default
+friction law coulomb; needs `pip install mujoco`), and the agreement of MuJoCo's inverse
+dynamics with ours.
 
 For each robot preset (the prior model): the "true" arm is the preset with every link's
 mass, centre of mass and inertia perturbed by up to ±30 % consistently and a drive added
@@ -421,6 +425,13 @@ def mujoco_report(out):
           + np.array2string(arm.frictionloss, formatter=vector)
           + '; the robot file: links ±30 % off, no drive')
     realistic_report(out)
+    model = out['result'].model
+    ratio = {'float_kind': lambda v: f'{v:.2f}'}
+    print("   MuJoCo's drive as identified (identified / MuJoCo's): Coulomb / frictionloss "
+          + np.array2string(model.coulomb_friction / arm.frictionloss, formatter=ratio)
+          + ', viscous / damping '
+          + np.array2string(model.viscous_friction / arm.damping, formatter=ratio)
+          + ', armature ' + np.array2string(model.armature / arm.armature, formatter=ratio))
     if out.get('params file'):
         print(f'   prior kept: {out["params file"]}')
 
@@ -441,15 +452,21 @@ def main(argv=None):
                         help='the friction law the realistic study (default stribeck) or '
                         'the mujoco study (default coulomb) estimates with')
     parser.add_argument('--keep', default=None, metavar='DIR',
-                        help="keep the realistic study's bags in DIR/ROBOT/")
+                        help="keep the realistic study's bags in DIR/ROBOT/ (the mujoco "
+                        "study's, and the prior, in DIR/mujoco_ROBOT/)")
     parser.add_argument('--closed-loop', action='store_true', dest='closed_loop',
                         help='realistic study: integrate the arm by its forward dynamics '
                         'under feedforward + PD control (slower)')
     args = parser.parse_args(argv)
     if args.study == 'mujoco':
         import mujoco_recordings
-        for name in (args.robots if args.robots != ['puma560', 'panda']
-                     else mujoco_recordings.ARMS):
+        names = (args.robots if args.robots != ['puma560', 'panda']
+                 else mujoco_recordings.ARMS)
+        unknown = sorted(set(names) - set(mujoco_recordings.ARMS))
+        if unknown:
+            parser.error(f'--robots: {unknown[0]} has no MuJoCo arm (the mujoco study '
+                         f'knows {", ".join(mujoco_recordings.ARMS)})')
+        for name in names:
             mujoco_report(mujoco_study(name, args.duration, args.rate, args.seed,
                                        friction=args.friction or 'coulomb', keep=args.keep))
         return
