@@ -59,9 +59,13 @@ import robot_dynamics.urdf  # noqa: E402,F401  (registers robot.source urdf)
 import realistic_recordings as rr  # noqa: E402
 
 UR5_URDF = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
+# the URDF arms read from files: (path, base_link, tip_link); 'skewed' (rotated origins and
+# inertials, unaligned axes, a prismatic joint, massive fixed links) for the agreement only
+URDF_ARMS = {'ur5': (UR5_URDF, 'base_link', 'tool0'),
+             'skewed': (os.path.join(REPO, 'test', 'data', 'skewed_arm.urdf'), 'world', 'tool')}
 STARTS = {'ur5': np.array([0.0, -1.3, 1.4, -1.6, -1.5, 0.0]),
           'panda': np.array([0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8])}
-ARMS = tuple(STARTS)
+ARMS = tuple(STARTS)            # the arms the identification study records
 
 
 def _mujoco():
@@ -130,25 +134,27 @@ def panda_urdf(path=None):
 
 
 def our_model(name):
-    """This package's model of arm `name` (no drive terms): the UR5 URDF read by
-    `RobotModel.from_params` (source urdf, base_link -> tool0); the Panda's DH file."""
+    """This package's model of arm `name` (no drive terms): a URDF of `URDF_ARMS` read
+    by `RobotModel.from_params` (source urdf; the UR5 base_link -> tool0); the Panda's DH
+    file."""
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', ModelWarning)
-        if name == 'ur5':
-            return RobotModel.from_params({'source': 'urdf', 'urdf_file': UR5_URDF,
-                                           'base_link': 'base_link', 'tip_link': 'tool0'})
+        if name in URDF_ARMS:
+            path, base, tip = URDF_ARMS[name]
+            return RobotModel.from_params({'source': 'urdf', 'urdf_file': path,
+                                           'base_link': base, 'tip_link': tip})
         if name == 'panda':
             return rr.load('panda')
-    raise ValueError(f'arm: expected one of {ARMS}, got {name!r}')
+    raise ValueError(f'arm: expected one of {(*URDF_ARMS, "panda")}, got {name!r}')
 
 
 def arm_urdf(name):
-    if name == 'ur5':
-        with open(UR5_URDF, encoding='utf-8') as stream:
+    if name in URDF_ARMS:
+        with open(URDF_ARMS[name][0], encoding='utf-8') as stream:
             return stream.read()
     if name == 'panda':
         return panda_urdf()
-    raise ValueError(f'arm: expected one of {ARMS}, got {name!r}')
+    raise ValueError(f'arm: expected one of {(*URDF_ARMS, "panda")}, got {name!r}')
 
 
 def mujoco_model(urdf, joints, armature, damping, frictionloss, timestep=2.5e-4,
@@ -219,7 +225,7 @@ class MujocoArm:
         (friction loss disabled unless `frictionloss`)."""
         mujoco = _mujoco()
         q, qd, qdd = (np.atleast_2d(np.asarray(v, dtype=float)) for v in (q, qd, qdd))
-        data = data or self.data()
+        data = self.data() if data is None else data
         flag = int(mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS)
         saved = self.mj.opt.disableflags
         if not frictionloss:
@@ -283,9 +289,9 @@ def random_states(model, count, seed=0, velocity=2.0, acceleration=5.0):
 
 
 def inverse_agreement(arm, count=200, seed=0):
-    """max over samples and joints of |ours − MuJoCo's| / max |MuJoCo's| per sample, for
-    the rigid arm (zero drive) and with the drive (armature·q̈ + damping·q̇ added to ours;
-    friction loss off), on `count` random states. Returns a dict of the two."""
+    """max over samples and joints of |ours − MuJoCo's| / max |MuJoCo's| per sample, with
+    the drive (armature·q̈ + damping·q̇ added to ours; friction loss off), on `count`
+    random states. Returns {'with drive': that}."""
     q, qd, qdd = random_states(arm.ours, count, seed)
     theirs = arm.inverse(q, qd, qdd)
     ours = (dynamics.inverse_dynamics(arm.ours, q, qd, qdd) + arm.armature * qdd

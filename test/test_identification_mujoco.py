@@ -48,21 +48,33 @@ def arm(request):
     return mr.make_arm(request.param, seed=1)
 
 
+# every arm of the conversion tests: also a URDF with rotated origins and inertials,
+# unaligned and unnormalised axes, a prismatic joint and massive fixed links
+@pytest.fixture(scope='module', params=['ur5', 'panda', 'skewed'])
+def any_arm(request):
+    return mr.make_arm(request.param, seed=1)
+
+
 # ---------------------------------------------------------------------- the conversion
 
 
-def test_mujoco_reads_the_same_arm(arm):
-    """MuJoCo's bodies carry the URDF's masses, one hinge per movable joint."""
+def test_mujoco_reads_the_same_arm(any_arm):
+    """MuJoCo's moving bodies carry our bodies' mass (fixed links merged into them), one
+    joint per movable joint, a slide where ours is prismatic."""
+    arm = any_arm
     assert arm.mj.nv == arm.ours.n == len(arm.joints)
-    assert sum(arm.mj.body_mass) == pytest.approx(
-        float(np.sum(arm.ours.mass)) + (4.0 if arm.name == 'ur5' else 0.0))  # UR5 base 4 kg
-    assert np.all(arm.mj.jnt_type == mujoco.mjtJoint.mjJNT_HINGE)
+    moving = arm.mj.body_weldid != 0           # welded to the world: the fixed base
+    assert float(np.sum(arm.mj.body_mass[moving])) == pytest.approx(float(np.sum(arm.ours.mass)))
+    slide = arm.mj.jnt_type[[arm.mj.joint(j).id for j in arm.joints]] == \
+        mujoco.mjtJoint.mjJNT_SLIDE
+    np.testing.assert_array_equal(slide, arm.ours.chain.prismatic)
 
 
-def test_mujoco_inverse_dynamics_equals_ours(arm):
+def test_mujoco_inverse_dynamics_equals_ours(any_arm):
     """On random states: ours plus armature·q̈ + damping·q̇ equals MuJoCo's qfrc_inverse
     (friction loss off, no constraints) to 1e-9 relative; without the drive terms MuJoCo's
     exceeds ours by them (so the check sees them)."""
+    arm = any_arm
     assert mr.inverse_agreement(arm, count=200, seed=3)['with drive'] < 1e-9
     q, qd, qdd = mr.random_states(arm.ours, 20, seed=4)
     rigid = dynamics.inverse_dynamics(arm.ours, q, qd, qdd)
@@ -72,8 +84,9 @@ def test_mujoco_inverse_dynamics_equals_ours(arm):
     assert np.max(np.abs(arm.armature * qdd)) > 1e-3 * np.max(np.abs(theirs))
 
 
-def test_our_urdf_export_reads_the_same_in_mujoco(arm):
+def test_our_urdf_export_reads_the_same_in_mujoco(any_arm):
     """`urdf.model_to_urdf` of our model, compiled by MuJoCo: the same inverse dynamics."""
+    arm = any_arm
     text = urdf.model_to_urdf(arm.ours, arm.joints)
     model, qadr, dadr = mr.mujoco_model(text, arm.joints, np.zeros(arm.ours.n),
                                         np.zeros(arm.ours.n), np.zeros(arm.ours.n))
