@@ -2,15 +2,19 @@
 
     PYTHONPATH=. <python with numpy, scipy, cvxpy> benchmarks/identification.py
         [--robots puma560 panda] [--duration 60] [--rate 1000] [--seed 1]
-        [--study own|realistic|both] [--friction stribeck] [--keep DIR] [--closed-loop]
+        [--study own|realistic|both|mujoco] [--friction LAW] [--keep DIR] [--closed-loop]
 
-Two studies. "own" (below): recordings whose structure is the estimator's own.
+Three studies. "own" (below): recordings whose structure is the estimator's own.
 "realistic" (`realistic_study`): recordings that are not (benchmarks/realistic_recordings.py:
 friction outside the estimator's laws, effort offsets, coloured noise, quantised encoders,
 jittered stamps, dropped messages, written as rosbag2 bags), with the targets: held-out
 error within 1.05x of an unconstrained least-squares fit with the same friction law and
 offsets, every body physically consistent, 3x better than the robot file where it is
 more than 10 % off, and the time to read and estimate 60 s at 1 kHz (<= 5 s).
+"mujoco" (`mujoco_study`, not part of "both"): the same targets on recordings of an arm
+simulated by MuJoCo (benchmarks/mujoco_recordings.py: arms ur5 and panda, the default
+friction law coulomb; needs `pip install mujoco`), and the agreement of MuJoCo's inverse
+dynamics with ours.
 
 For each robot preset (the prior model): the "true" arm is the preset with every link's
 mass, centre of mass and inertia perturbed by up to ±30 % consistently and a drive added
@@ -336,29 +340,143 @@ def realistic_report(out):
         print(f'   bags kept: {bags["excitation"]}, {bags["validation"]}')
 
 
+# ---------------------------------------------------------------------- MuJoCo recordings
+
+
+def mujoco_study(name, duration=60.0, rate=1000.0, seed=1, validation_duration=20.0,
+                 friction='coulomb', iterations=0, effects=None, keep=None):
+    """The realistic study's targets on recordings of an arm simulated by MuJoCo
+    (benchmarks/mujoco_recordings.py: the URDF read by MuJoCo's compiler and by
+    `RobotModel`, MuJoCo's armature, damping and friction loss, feedforward + PD control
+    from the robot file that is ±30 % off, the recording's effects of
+    `realistic_recordings.Effects`), written as rosbag2 folders and estimated as `identify
+    estimate --offset --friction FRICTION` does. Also the agreement of MuJoCo's inverse
+    dynamics (``mj_inverse``) with ours on random states. Returns a dict of every figure."""
+    import tempfile
+    import shutil
+    import mujoco
+    import mujoco_recordings as mr
+    import realistic_recordings as rr
+    from robot_dynamics.joint_state_bag import read_joint_states
+    from robot_dynamics.nodes.identify import pieces
+    effects = effects or rr.Effects(rate=rate)
+    started = time.perf_counter()
+    arm, estimation, validation = mr.recordings(name, duration, validation_duration, effects,
+                                                seed, iterations)
+    out = {'name': name, 'plant': arm, 'effects': effects, 'friction': friction,
+           'closed loop': True, 'duration': duration, 'dropped': estimation.dropped,
+           'simulation time': time.perf_counter() - started,
+           'mujoco': mujoco.__version__,
+           'agreement': mr.inverse_agreement(arm)['with drive']}
+    with tempfile.TemporaryDirectory() as temporary:
+        root = os.path.join(keep or temporary, f'mujoco_{name}')
+        os.makedirs(root, exist_ok=True)
+        bags = {key: os.path.join(root, key) for key in ('excitation', 'validation')}
+        for key, recording in (('excitation', estimation), ('validation', validation)):
+            if os.path.exists(bags[key]):
+                shutil.rmtree(bags[key])
+            mr.write_bag(bags[key], arm, recording)
+        out['params file'] = arm.write_params(root) if keep else None
+        out['bags'] = bags if keep else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        recording = read_joint_states(bags['excitation'], arm.joints)
+        out['reading'] = time.perf_counter() - wall
+        t, q, qd, tau = (list(c) for c in zip(*pieces([recording])))
+        result = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
+                                 effort_timing='instant')
+        out['identify wall'] = time.perf_counter() - wall
+        out['identify cpu'] = time.process_time() - cpu
+        held = read_joint_states(bags['validation'], arm.joints)
+    out['samples read'] = len(recording)
+    out['result'] = result
+    source = result.accelerations
+    least_squares = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
+                                    effort_timing='instant', constrained=False,
+                                    accelerations=source)
+    out['least squares'] = least_squares
+    vt, vq, vqd, vtau = (list(c) for c in zip(*pieces([held])))
+    out['relative'] = {
+        'robot file': ai.validation_errors(arm.prior, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
+        'least squares': rr.predicted_errors(arm.prior, friction, True, least_squares.phi,
+                                             least_squares.stribeck_velocity, vt, vq, vqd,
+                                             vtau, accelerations=source),
+        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
+        'true arm': mr.floor_errors(arm, effects, validation, vt, vq, vqd, vtau,
+                                    accelerations=source)}
+    out['relative exact'] = {'robot file': rr.exact_errors(arm.prior, validation),
+                             'identified': rr.exact_errors(result.model, validation)}
+    out['consistency'] = list(result.consistency) + ai.physical_consistency_issues(
+        result.model)
+    out['targets'] = realistic_targets(out['relative'], out['consistency'])
+    return out
+
+
+def mujoco_report(out):
+    arm = out['plant']
+    vector = {'float_kind': lambda v: f'{v:.3g}'}
+    print(f'\n== {out["name"]} simulated by MuJoCo {out["mujoco"]} (the URDF read by '
+          f"MuJoCo's compiler and by RobotModel): mj_inverse agrees with ours to "
+          f'{out["agreement"]:.1e} (relative, random states, armature and damping included)')
+    print('   MuJoCo drive per joint: armature '
+          + np.array2string(arm.armature, formatter=vector) + ', damping '
+          + np.array2string(arm.damping, formatter=vector) + ', frictionloss '
+          + np.array2string(arm.frictionloss, formatter=vector)
+          + '; the robot file: links ±30 % off, no drive')
+    realistic_report(out)
+    model = out['result'].model
+    ratio = {'float_kind': lambda v: f'{v:.2f}'}
+    print("   MuJoCo's drive as identified (identified / MuJoCo's): Coulomb / frictionloss "
+          + np.array2string(model.coulomb_friction / arm.frictionloss, formatter=ratio)
+          + ', viscous / damping '
+          + np.array2string(model.viscous_friction / arm.damping, formatter=ratio)
+          + ', armature ' + np.array2string(model.armature / arm.armature, formatter=ratio))
+    if out.get('params file'):
+        print(f'   prior kept: {out["params file"]}')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--robots', nargs='+', default=['puma560', 'panda'])
     parser.add_argument('--duration', type=float, default=60.0)
     parser.add_argument('--rate', type=float, default=1000.0)
     parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--study', choices=('own', 'realistic', 'both'), default='both',
+    parser.add_argument('--study', choices=('own', 'realistic', 'both', 'mujoco'),
+                        default='both',
                         help="own: recordings with the estimator's own structure; "
-                        'realistic: benchmarks/realistic_recordings.py')
-    parser.add_argument('--friction', default='stribeck',
-                        help='the friction law the realistic study estimates with')
+                        'realistic: benchmarks/realistic_recordings.py; mujoco: an arm '
+                        'simulated by MuJoCo (benchmarks/mujoco_recordings.py; robots ur5 '
+                        'and panda, the default friction law coulomb)')
+    parser.add_argument('--friction', default=None,
+                        help='the friction law the realistic study (default stribeck) or '
+                        'the mujoco study (default coulomb) estimates with')
     parser.add_argument('--keep', default=None, metavar='DIR',
-                        help="keep the realistic study's bags in DIR/ROBOT/")
+                        help="keep the realistic study's bags in DIR/ROBOT/ (the mujoco "
+                        "study's, and the prior, in DIR/mujoco_ROBOT/)")
     parser.add_argument('--closed-loop', action='store_true', dest='closed_loop',
                         help='realistic study: integrate the arm by its forward dynamics '
                         'under feedforward + PD control (slower)')
     args = parser.parse_args(argv)
+    if args.study == 'mujoco':
+        import mujoco_recordings
+        names = (args.robots if args.robots != ['puma560', 'panda']
+                 else mujoco_recordings.ARMS)
+        unknown = sorted(set(names) - set(mujoco_recordings.ARMS))
+        if unknown:
+            parser.error(f'--robots: {unknown[0]} has no MuJoCo arm (the mujoco study '
+                         f'knows {", ".join(mujoco_recordings.ARMS)})')
+        for name in names:
+            mujoco_report(mujoco_study(name, args.duration, args.rate, args.seed,
+                                       friction=args.friction or 'coulomb', keep=args.keep))
+        return
     for name in args.robots:
         if args.study in ('own', 'both'):
             report(study(name, args.duration, args.rate, args.seed))
         if args.study in ('realistic', 'both'):
             realistic_report(realistic_study(name, args.duration, args.rate, args.seed,
-                                             friction=args.friction, keep=args.keep,
+                                             friction=args.friction or 'stribeck',
+                                             keep=args.keep,
                                              closed_loop=args.closed_loop))
 
 

@@ -53,9 +53,10 @@ def requirements(distro):
     # there and its absence with jazzy
     extras = ['numba'] if distro == 'kilted' else []
     # scipy and cvxpy: the optional 'identification' extra (whole-arm identification);
-    # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS)
+    # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS);
+    # mujoco: the 'test' extra (identification on an arm simulated by MuJoCo)
     return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'scipy',
-                  'cvxpy', 'rosbags'] + extras
+                  'cvxpy', 'rosbags', 'mujoco'] + extras
 
 
 def base_python():
