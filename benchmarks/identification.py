@@ -182,12 +182,14 @@ def report(out):
         worst = {k: float(np.max(v[0])) for k, v in move.items()}
         rms = {k: v[1] for k, v in move.items()}
         band = max(worst['true'], worst['true -band'], worst['true +band'])
-        print(f'   move tracked by computed torque, max error [rad]: true {worst["true"]:.3e}, '
-              f'identified {worst["identified"]:.3e}, prior {worst["prior"]:.3e}; '
+        print('   move tracked by computed torque, max error [rad]: '
+              f'true {worst["true"]:.3e}, identified {worst["identified"]:.3e}, '
+              f'prior {worst["prior"]:.3e}; '
               f'identified/true {worst["identified"] / worst["true"]:.3f} (target <= 1.2), '
               f'prior/identified {worst["prior"] / worst["identified"]:.1f} (target >= 10)')
         print(f'     true parameters x (1 -/+ 3e-4): max error {worst["true -band"]:.3e}, '
-              f'{worst["true +band"]:.3e}; identified / worst of these {worst["identified"] / band:.3f}; '
+              f'{worst["true +band"]:.3e}; identified / worst of these '
+              f'{worst["identified"] / band:.3f}; '
               f'RMS error identified/true {rms["identified"] / rms["true"]:.3f}')
 
 
@@ -294,8 +296,10 @@ def realistic_report(out):
              else 'the motion followed exactly'))
     print(f'   estimated with --offset --friction {out["friction"]}: {result.raw_samples} '
           f'samples, condition number {result.condition_number:.4g}, not excited: '
-          f'{result.not_excited or "none"}; velocity scales found '
-          + np.array2string(result.stribeck_velocity, precision=3))
+          f'{result.not_excited or "none"}'
+          + ('; velocity scales found ' + np.array2string(result.stribeck_velocity,
+                                                           precision=3)
+             if out['friction'] in ('tanh', 'stribeck') else ''))
     fit = ', '.join(f'{k} {100 * v:.2f} %' for k, v in result.acceleration_fit.items())
     words = {'velocity': 'velocities', 'position': 'positions'}
     print(f'   accelerations from the recorded {words[result.accelerations]} (relative '
