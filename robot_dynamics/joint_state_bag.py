@@ -423,8 +423,10 @@ class _Group:
 
     def __init__(self, joints, sequence, stamps, received, rows):
         self.joints = joints
-        order = np.argsort(sequence, kind='stable')          # back in storage order
-        self.stamps, self.received, self.rows = stamps[order], received[order], rows[order]
+        if np.any(np.diff(sequence) < 0):                     # back in storage order
+            order = np.argsort(sequence, kind='stable')
+            stamps, received, rows = stamps[order], received[order], rows[order]
+        self.stamps, self.received, self.rows = stamps, received, rows
 
     def __len__(self):
         return len(self.stamps)
@@ -432,8 +434,8 @@ class _Group:
 
 class _Batch:
     """The messages with one list of names (in one order): blocks of (sequence numbers,
-    stamps, receive times, values (N, 3, names)); `first` the sequence number of the
-    first message with these names."""
+    stamps, receive times, values (N, 3, len(present)) of the model joints it names);
+    `first` the sequence number of the first message with these names."""
 
     def __init__(self, present, order):
         self.present, self.order = present, order
@@ -487,7 +489,8 @@ def _batches(blocks, joints):
         if short:
             counts[short[0]] += len(sequence)
             continue
-        batch.blocks.append((sequence, stamps, received, np.stack(values, axis=1)))
+        batch.blocks.append((sequence, stamps, received,
+                             np.stack([v[:, batch.order] for v in values], axis=1)))
     return batches, counts
 
 
@@ -497,20 +500,21 @@ def _groups(batches):
     parts = {}
     for batch in sorted(batches.values(), key=lambda b: b.first):
         if batch.blocks:
-            sequence, stamps, received, values = (np.concatenate(c)
-                                                  for c in zip(*batch.blocks))
             parts.setdefault(frozenset(batch.present), []).append(
-                (batch.present, sequence, stamps, received, values[:, :, batch.order]))
+                (batch.present, *(_joined(c) for c in zip(*batch.blocks))))
     groups = {}
     for key, items in parts.items():
         present = items[0][0]
         rows = [v if p == present else v[:, :, [p.index(j) for j in present]]
                 for p, _, _, _, v in items]
-        groups[key] = _Group(present, np.concatenate([item[1] for item in items]),
-                             np.concatenate([item[2] for item in items]),
-                             np.concatenate([item[3] for item in items]),
-                             np.concatenate(rows))
+        groups[key] = _Group(present, *(_joined([item[k] for item in items])
+                                        for k in (1, 2, 3)), _joined(rows))
     return groups
+
+
+def _joined(arrays):
+    """The arrays concatenated (the only one as it is)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _times(group):
