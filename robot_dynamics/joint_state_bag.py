@@ -66,6 +66,7 @@ GAP_FACTOR = 5.0         # a time step this many times the median one splits the
 FIELDS = ('position', 'velocity', 'effort')
 CHUNK = 100_000          # messages read and decoded together (bounds the memory they take)
 LAYOUTS = 4              # layouts tried per message length before decoding one by one
+BATCH_MIN = 8            # fewer messages of one length than this are decoded one by one
 
 
 class BagError(ValueError):
@@ -244,7 +245,7 @@ def _decoded(reader, times, raws, known, where):
     the others one by one (`_one_by_one`)."""
     alone = []
     for same in _by_length(raws):
-        if len(raws[same[0]]) < 16:                   # too short for the direct reader
+        if same.size < BATCH_MIN or len(raws[same[0]]) < 16:    # few, or not a JointState
             alone.extend(same.tolist())
             continue
         rows = np.frombuffer(b''.join([raws[i] for i in same.tolist()]), np.uint8)
@@ -372,7 +373,7 @@ def _layout(raw, known=None):
     the bytes that set the layout (CDR header, frame_id length, names, array lengths),
     `arrays` the (offset, count) of the position, velocity and effort float64s; offsets
     in `raw` (its CDR payload, which aligns the fields, starts at byte 4). `known`
-    ({(start, end): {bytes: names}}, filled here) holds the name lists seen, looked up
+    ({start: {end: {bytes: names}}}, filled here) holds the name lists seen, looked up
     as bytes rather than decoded again."""
     try:
         if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:       # CDR, little endian
@@ -381,8 +382,8 @@ def _layout(raw, known=None):
         sec, nanosec, length = _HEADER.unpack_from(data, 0)
         at = (12 + length + 3) & ~3
         start = at
-        for (begin, end), regions in (known or {}).items():
-            names = regions.get(bytes(data[start:end])) if begin == start else None
+        for end, regions in (known or {}).get(start, {}).items():
+            names = regions.get(bytes(data[start:end]))
             if names is not None:
                 at = end
                 break
@@ -399,7 +400,7 @@ def _layout(raw, known=None):
                 at += 4 + length
             names = tuple(names)
             if known is not None:
-                known.setdefault((start, at), {})[bytes(data[start:at])] = names
+                known.setdefault(start, {}).setdefault(at, {})[bytes(data[start:at])] = names
         fixed, arrays = [(0, 2), (12, 16), (4 + start, 4 + at)], []
         for _ in FIELDS:
             at = (at + 3) & ~3

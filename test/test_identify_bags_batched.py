@@ -64,13 +64,13 @@ def assert_same(mine, theirs):
 
 def read_all_ways(folder, monkeypatch, joints=JOINTS):
     """The outcome read in batches, checked equal to the outcome read message by message
-    and to the one read in chunks of 7 messages (boundaries inside every publisher)."""
+    and to the one read in chunks of 23 messages (boundaries inside every publisher)."""
     batched = outcome(folder, joints)
     with monkeypatch.context() as patch:
         patch.setattr(joint_state_bag, 'LAYOUTS', 0)
         assert_same(batched, outcome(folder, joints))
     with monkeypatch.context() as patch:
-        patch.setattr(joint_state_bag, 'CHUNK', 7)
+        patch.setattr(joint_state_bag, 'CHUNK', 23)
         assert_same(batched, outcome(folder, joints))
     return batched
 
@@ -160,7 +160,7 @@ def test_an_empty_effort_now_and_then_is_skipped_and_counted(tmp_path, monkeypat
 def test_chunk_boundaries_inside_interleaved_publishers_change_nothing(tmp_path,
                                                                        monkeypatch):
     """Arm, wrist and gripper publishers interleaved, some messages late, some names
-    shuffled: read in chunks of 7, 5 or 1 messages, as in one."""
+    shuffled: read in chunks of 23, 16 or 1 messages, as in one."""
     rng = np.random.default_rng(3)
     messages = []
     for k in range(150):
@@ -179,7 +179,7 @@ def test_chunk_boundaries_inside_interleaved_publishers_change_nothing(tmp_path,
         for received, stamp, names, q, qd, tau in messages:
             writer.write(stamp, names, q, qd, tau, received=received)
     result = read_all_ways(tmp_path / 'bag', monkeypatch)
-    for chunk in (5, 1):
+    for chunk in (16, 1):
         with monkeypatch.context() as patch:
             patch.setattr(joint_state_bag, 'CHUNK', chunk)
             assert_same(result, outcome(tmp_path / 'bag'))
