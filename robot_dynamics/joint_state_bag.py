@@ -245,7 +245,7 @@ def _decoded(reader, times, raws, known, where):
     the others one by one (`_one_by_one`)."""
     alone = []
     for same in _by_length(raws):
-        if same.size < BATCH_MIN or len(raws[same[0]]) < 16:    # few, or not a JointState
+        if same.size < BATCH_MIN or len(raws[same[0]]) < 16:    # few, or too short
             alone.extend(same.tolist())
             continue
         rows = np.frombuffer(b''.join([raws[i] for i in same.tolist()]), np.uint8)
