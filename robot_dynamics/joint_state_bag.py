@@ -5,7 +5,11 @@ named joints from a rosbag2 folder (sqlite3 or mcap storage), e.g. one made on a
 with ``ros2 bag record /joint_states``; `JointStateBagWriter` and `write_joint_states`
 make one that ``ros2 bag`` reads (Jazzy and later: bag format version 8, the standard type
 name ``sensor_msgs/msg/JointState``, CDR serialisation). Both use the `rosbags` library
-(pure Python, ``pip install rosbags``), imported where used.
+(pure Python, ``pip install rosbags``), imported where used. The messages are read in
+batches: those of one length that share one layout (CDR header, frame_id length, names
+and array lengths; a publisher's messages as a rule) are taken from their raw CDR bytes
+together with numpy, any other one is decoded on its own (directly, else by rosbags'
+general decoder), with the same result either way.
 
 Reading rules (each refusal is a `BagError` with one line that names the folder, what is
 wrong and what to do):
@@ -44,6 +48,7 @@ step is much larger than the typical one (dropped samples, a paused recording), 
 filter differentiates across a gap.
 """
 
+import itertools
 import math
 import os
 import struct
@@ -59,6 +64,9 @@ DEFAULT_TOPIC = '/joint_states'
 BAG_VERSION = 8          # rosbag2 metadata version that Jazzy's and Kilted's ros2 bag read
 GAP_FACTOR = 5.0         # a time step this many times the median one splits the samples
 FIELDS = ('position', 'velocity', 'effort')
+CHUNK = 100_000          # messages read and decoded together (bounds the memory they take)
+LAYOUTS = 4              # layouts tried per message length before decoding one by one
+BATCH_MIN = 8            # fewer messages of one length than this are decoded one by one
 
 
 class BagError(ValueError):
@@ -217,30 +225,130 @@ def _joint_state_connections(reader, where, topic):
     return states
 
 
-def _stored_messages(reader, connections, where):
-    """(receive time [s], stamp [s], names (tuple), position, velocity, effort) of the
-    connections' messages, in storage order (`_decode`, else rosbags' decoder); a message
-    that the storage or neither decoder can read is a BagError naming its time."""
+def _blocks(reader, connections, where):
+    """The connections' messages as blocks of messages with one list of names and one size
+    of each array: (names, sequence numbers (storage order), receive times [s], stamps [s],
+    position, velocity, effort (N, size each)), read and decoded CHUNK messages at a time;
+    a BagError names the first message, in storage order, that cannot be read."""
+    known, number = {}, 0
+    for times, raws in _chunks(reader, connections, where):
+        sequence = np.arange(number, number + len(raws))
+        received = np.array(times, dtype=np.int64) * 1e-9
+        number += len(raws)
+        for names, index, *fields in _decoded(reader, times, raws, known, where):
+            yield (names, sequence[index], received[index], *fields)
+
+
+def _decoded(reader, times, raws, known, where):
+    """Blocks (names, indices, stamps, position, velocity, effort) of the raw messages:
+    those of one length that share the layout of one of them read together (`_batched`),
+    the others one by one (`_one_by_one`)."""
+    alone = []
+    for same in _by_length(raws):
+        if same.size < BATCH_MIN or len(raws[same[0]]) < 16:    # few, or too short
+            alone.extend(same.tolist())
+            continue
+        rows = np.frombuffer(b''.join([raws[i] for i in same.tolist()]), np.uint8)
+        blocks, rest = _batched(rows.reshape(same.size, -1), known)
+        for names, index, *fields in blocks:
+            yield (names, same[index], *fields)
+        alone.extend(same[rest].tolist())
+    yield from _one_by_one(reader, sorted(alone), times, raws, known, where)
+
+
+def _chunks(reader, connections, where):
+    """(receive times [ns], raw messages) of the connections in storage order, up to CHUNK
+    messages at a time; a storage file that cannot be read is a BagError, raised after
+    the messages before the unreadable one."""
     iterator = iter(reader.messages(connections=connections))
-    known = {}
     while True:
+        times, raws = [], []
         try:
-            connection, timestamp, raw = next(iterator)
-        except StopIteration:
-            return
+            for _, timestamp, raw in itertools.islice(iterator, CHUNK):
+                times.append(timestamp)
+                raws.append(raw)
         except Exception as error:  # noqa: B902 - a corrupt storage file
-            raise BagError(f'{where}: cannot be read: {_one_line(error)}') from None
-        fields = _decode(raw, known)
+            failure = BagError(f'{where}: cannot be read: {_one_line(error)}')
+        else:
+            failure = None
+        if raws:
+            yield times, raws
+        if failure is not None:
+            raise failure from None
+        if len(raws) < CHUNK:
+            return
+
+
+def _by_length(raws):
+    """Index arrays (ascending) of the raw messages of each length."""
+    lengths = np.fromiter(map(len, raws), np.int64, len(raws))
+    order = np.argsort(lengths, kind='stable')
+    return np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1)
+
+
+def _batched(rows, known):
+    """Blocks (names, row indices, stamps, position, velocity, effort) of the messages of
+    one length (rows (N, length) of bytes) that share the layout of one of them (a first
+    pending row's, up to LAYOUTS of them): the same CDR header, frame_id length, name
+    bytes and array lengths, so that `_layout` reads each alike; and the indices of the
+    other rows."""
+    pending, blocks, rest = np.arange(len(rows)), [], []
+    for _ in range(LAYOUTS):
+        if not pending.size:
+            break
+        first = rows[pending[0]]
+        layout = _layout(first.tobytes(), known)
+        if layout is None:
+            rest.append(pending[:1])
+            pending = pending[1:]
+            continue
+        _, names, fixed, arrays = layout
+        match = np.ones(pending.size, dtype=bool)
+        for begin, end in fixed:
+            match &= np.all(rows[pending, begin:end] == first[begin:end], axis=1)
+        index = pending[match]
+        sec = _numbers(rows, index, 4, '<i4')[:, 0].astype(np.float64)
+        nanosec = _numbers(rows, index, 8, '<u4')[:, 0].astype(np.float64)
+        blocks.append((names, index, sec + nanosec * 1e-9,
+                       *(_numbers(rows, index, at, '<f8', count) for at, count in arrays)))
+        pending = pending[~match]
+    return blocks, np.concatenate([*rest, pending])
+
+
+def _numbers(rows, index, at, dtype, count=1):
+    """(len(index), count) numbers of `dtype` from byte `at` on of the rows at `index`."""
+    return rows[:, at:at + np.dtype(dtype).itemsize * count].view(dtype)[index]
+
+
+def _one_by_one(reader, indices, times, raws, known, where):
+    """Blocks (names, indices, stamps, position, velocity, effort) of the raw messages at
+    `indices` (ascending), each decoded on its own: `_decode`, else rosbags' decoder; a
+    message that neither reads is a BagError naming its receive time."""
+    lists = {}
+    for i in indices:
+        fields = _decode(raws[i], known)
         if fields is None:
-            try:
-                msg = reader.deserialize(raw, connection.msgtype)
-            except Exception as error:  # noqa: B902 - a corrupt or foreign message
-                raise BagError(f'{where}: a message received at {timestamp * 1e-9:.9f} s '
-                               f'cannot be decoded as {JOINT_STATE_TYPE}: '
-                               f'{_one_line(error)}') from None
-            fields = (_seconds(msg.header.stamp), tuple(msg.name),
-                      *(np.asarray(getattr(msg, f), dtype=float) for f in FIELDS))
-        yield (timestamp * 1e-9, *fields)
+            fields = _deserialized(reader, raws[i], times[i], where)
+        stamp, names, *arrays = fields
+        lists.setdefault((names, *map(len, arrays)), []).append((i, stamp, *arrays))
+    for (names, *sizes), items in lists.items():
+        index, stamps, *arrays = zip(*items)
+        yield (names, np.array(index), np.array(stamps, dtype=float),
+               *(np.array(a, dtype=float).reshape(len(items), size)
+                 for a, size in zip(arrays, sizes)))
+
+
+def _deserialized(reader, raw, timestamp, where):
+    """(stamp [s], names, position, velocity, effort) by rosbags' decoder; a BagError
+    naming the receive time [ns] if it cannot."""
+    try:
+        msg = reader.deserialize(raw, JOINT_STATE_TYPE)
+    except Exception as error:  # noqa: B902 - a corrupt or foreign message
+        raise BagError(f'{where}: a message received at {timestamp * 1e-9:.9f} s '
+                       f'cannot be decoded as {JOINT_STATE_TYPE}: '
+                       f'{_one_line(error)}') from None
+    return (_seconds(msg.header.stamp), tuple(msg.name),
+            *(np.asarray(getattr(msg, f), dtype=float) for f in FIELDS))
 
 
 _UINT32 = struct.Struct('<I')
@@ -251,8 +359,22 @@ def _decode(raw, known=None):
     """(stamp [s], names, position, velocity, effort) of a little-endian CDR
     sensor_msgs/msg/JointState, read directly (several times faster than a general
     decoder); None for anything else or anything inconsistent (rosbags then decodes it
-    or says what is wrong). `known` ({start: [(bytes, end, names)]}, filled here) holds
-    the name lists seen, compared as bytes rather than decoded again."""
+    or says what is wrong). `known`: see `_layout`."""
+    layout = _layout(raw, known)
+    if layout is None:
+        return None
+    stamp, names, _, arrays = layout
+    return (stamp, names, *(np.frombuffer(raw, '<f8', count, at) for at, count in arrays))
+
+
+def _layout(raw, known=None):
+    """(stamp [s], names, fixed, arrays) of a little-endian CDR sensor_msgs/msg/JointState,
+    None for anything else or anything inconsistent: `fixed` the (begin, end) spans of
+    the bytes that set the layout (CDR header, frame_id length, names, array lengths),
+    `arrays` the (offset, count) of the position, velocity and effort float64s; offsets
+    in `raw` (its CDR payload, which aligns the fields, starts at byte 4). `known`
+    ({start: {end: {bytes: names}}}, filled here) holds the name lists seen, looked up
+    as bytes rather than decoded again."""
     try:
         if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:       # CDR, little endian
             return None
@@ -260,8 +382,9 @@ def _decode(raw, known=None):
         sec, nanosec, length = _HEADER.unpack_from(data, 0)
         at = (12 + length + 3) & ~3
         start = at
-        for region, end, names in (known or {}).get(start, ()):
-            if data[start:end] == region:
+        for end, regions in (known or {}).get(start, {}).items():
+            names = regions.get(bytes(data[start:end]))
+            if names is not None:
                 at = end
                 break
         else:
@@ -277,21 +400,22 @@ def _decode(raw, known=None):
                 at += 4 + length
             names = tuple(names)
             if known is not None:
-                known.setdefault(start, []).insert(0, (bytes(data[start:at]), at, names))
-        arrays = []
+                known.setdefault(start, {}).setdefault(at, {})[bytes(data[start:at])] = names
+        fixed, arrays = [(0, 2), (12, 16), (4 + start, 4 + at)], []
         for _ in FIELDS:
             at = (at + 3) & ~3
             (length,) = _UINT32.unpack_from(data, at)
+            fixed.append((4 + at, 8 + at))
             at += 4
             if length:
                 at = (at + 7) & ~7
             if at + 8 * length > len(data):
                 return None
-            arrays.append(np.frombuffer(data, '<f8', length, at))
+            arrays.append((4 + at, length))
             at += 8 * length
     except (struct.error, IndexError, UnicodeDecodeError, ValueError):
         return None
-    return (sec + nanosec * 1e-9, names, *arrays)
+    return sec + nanosec * 1e-9, names, fixed, arrays
 
 
 class _Group:
@@ -300,74 +424,42 @@ class _Group:
 
     def __init__(self, joints, sequence, stamps, received, rows):
         self.joints = joints
-        order = np.argsort(sequence, kind='stable')          # back in storage order
-        self.stamps, self.received, self.rows = stamps[order], received[order], rows[order]
+        if np.any(np.diff(sequence) < 0):                     # back in storage order
+            order = np.argsort(sequence, kind='stable')
+            stamps, received, rows = stamps[order], received[order], rows[order]
+        self.stamps, self.received, self.rows = stamps, received, rows
 
     def __len__(self):
         return len(self.stamps)
 
 
 class _Batch:
-    """The messages with one list of names (in one order)."""
+    """The messages with one list of names (in one order): blocks of (sequence numbers,
+    stamps, receive times, values (N, 3, len(present)) of the model joints it names);
+    `first` the sequence number of the first message with these names."""
 
     def __init__(self, present, order):
         self.present, self.order = present, order
-        self.sequence, self.stamps, self.received, self.values = [], [], [], []
+        self.first = math.inf
+        self.blocks = []
 
 
 def _messages(reader, connections, joints, where):
     """{frozenset of model joints: _Group} of the usable messages, and the counts of
     skipped messages by reason."""
-    wanted = set(joints)
-    batches = {}
-    counts = {'other joints': 0, 'position': 0, 'velocity': 0, 'effort': 0, 'total': 0}
-    seen = set()
-    for number, (received, stamp, names, *values) in enumerate(
-            _stored_messages(reader, connections, where)):
-        counts['total'] += 1
-        batch = batches.get(names)
-        if batch is None:
-            seen.update(names)
-            index = {name: i for i, name in enumerate(names)}
-            present = tuple(j for j in joints if j in index)
-            batch = batches[names] = _Batch(present, [index[j] for j in present])
-        if not batch.present:
-            counts['other joints'] += 1
-            continue
-        size = len(names)
-        if len(values[0]) != size or len(values[1]) != size or len(values[2]) != size:
-            counts[next(f for f, v in zip(FIELDS, values) if len(v) != size)] += 1
-            continue
-        batch.sequence.append(number)
-        batch.stamps.append(stamp)
-        batch.received.append(received)
-        batch.values.append(values)
-    parts = {}
-    for batch in batches.values():
-        if batch.values:
-            values = np.array(batch.values, dtype=float)      # (N, 3, names)
-            parts.setdefault(frozenset(batch.present), []).append(
-                (batch.present, batch.sequence, batch.stamps, batch.received,
-                 values[:, :, batch.order]))
-    groups = {}
-    for key, items in parts.items():
-        present = items[0][0]
-        rows = [v if p == present else v[:, :, [p.index(j) for j in present]]
-                for p, _, _, _, v in items]
-        groups[key] = _Group(present, np.concatenate([item[1] for item in items]),
-                             np.concatenate([item[2] for item in items]),
-                             np.concatenate([item[3] for item in items]),
-                             np.concatenate(rows))
+    batches, counts = _batches(_blocks(reader, connections, where), joints)
+    groups = _groups(batches)
     topic = connections[0].topic
     if counts['total'] == 0:
         raise BagError(f'{where}: no messages on {topic}')
+    seen = set().union(*batches)
     absent = [j for j in joints if j not in seen]
     if absent:
         raise BagError(f'{where}: joints missing on {topic}: {absent} (it has '
                        f'{sorted(seen)}); give the model of the recorded arm, or record '
                        'every joint')
     covered = set().union(*groups) if groups else set()
-    if covered != wanted:
+    if covered != set(joints):
         lacking = max(FIELDS, key=lambda f: counts[f])
         uncovered = [j for j in joints if j not in covered]
         raise BagError(f'{where}: the messages on {topic} that name {uncovered} have no '
@@ -376,6 +468,54 @@ def _messages(reader, connections, joints, where):
                        "effort state interface, e.g. with ros2_control's "
                        'joint_state_broadcaster)')
     return groups, counts
+
+
+def _batches(blocks, joints):
+    """{names: _Batch} of the blocks of messages, and the counts of messages (total) and
+    of skipped ones by reason (other joints only, a field of another size than names)."""
+    batches = {}
+    counts = {'other joints': 0, 'position': 0, 'velocity': 0, 'effort': 0, 'total': 0}
+    for names, sequence, received, stamps, *values in blocks:
+        counts['total'] += len(sequence)
+        batch = batches.get(names)
+        if batch is None:
+            index = {name: i for i, name in enumerate(names)}
+            present = tuple(j for j in joints if j in index)
+            batch = batches[names] = _Batch(present, [index[j] for j in present])
+        batch.first = min(batch.first, int(sequence.min()))
+        if not batch.present:
+            counts['other joints'] += len(sequence)
+            continue
+        short = [f for f, v in zip(FIELDS, values) if v.shape[1] != len(names)]
+        if short:
+            counts[short[0]] += len(sequence)
+            continue
+        batch.blocks.append((sequence, stamps, received,
+                             np.stack([v[:, batch.order] for v in values], axis=1)))
+    return batches, counts
+
+
+def _groups(batches):
+    """{frozenset of model joints: _Group} of the batches' usable messages; the joints
+    in the order of the first batch, in storage order, that names them."""
+    parts = {}
+    for batch in sorted(batches.values(), key=lambda b: b.first):
+        if batch.blocks:
+            parts.setdefault(frozenset(batch.present), []).append(
+                (batch.present, *(_joined(c) for c in zip(*batch.blocks))))
+    groups = {}
+    for key, items in parts.items():
+        present = items[0][0]
+        rows = [v if p == present else v[:, :, [p.index(j) for j in present]]
+                for p, _, _, _, v in items]
+        groups[key] = _Group(present, *(_joined([item[k] for item in items])
+                                        for k in (1, 2, 3)), _joined(rows))
+    return groups
+
+
+def _joined(arrays):
+    """The arrays concatenated (the only one as it is)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _times(group):
