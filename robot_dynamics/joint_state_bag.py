@@ -24,9 +24,12 @@ wrong and what to do):
   naming the most joints gives the times, each other one's values are interpolated
   linearly to those times between its two messages around them (at most 5 of its median
   steps apart), and a sample without such a pair is dropped and counted;
-* a message must carry positions, velocities and efforts for its names: a recording whose
-  messages lack one of them is refused, naming the field; a few such messages among
-  complete ones are skipped and counted;
+* a message must carry positions and efforts for its names: a recording whose messages
+  lack one of them is refused, naming the field; a few such messages among complete ones
+  are skipped and counted. Velocities likewise, except that a publisher none of whose
+  messages has velocities (a driver that publishes positions and efforts only) is used:
+  its joints' velocities are NaN, and then every joint's (`JointStateRecording.velocities`
+  is False, a note says so): the estimator takes them from the positions;
 * time is the header stamp. Stamps not set (all zero, or all equal) give way to the bag's
   receive time for the whole recording; a few zero stamps after set ones (a stamp of 0
   before any set one is simulated time starting at 0) are replaced by their receive time
@@ -108,6 +111,11 @@ class JointStateRecording:
 
     def __len__(self):
         return len(self.t)
+
+    @property
+    def velocities(self):
+        """False when the recording has no velocities (qd all NaN)."""
+        return not (self.qd.size and bool(np.all(np.isnan(self.qd))))
 
     @property
     def duration(self):
@@ -436,18 +444,22 @@ class _Group:
 class _Batch:
     """The messages with one list of names (in one order): blocks of (sequence numbers,
     stamps, receive times, values (N, 3, len(present)) of the model joints it names);
-    `first` the sequence number of the first message with these names."""
+    `first` the sequence number of the first message with these names; `unmoving`: the
+    blocks of messages without velocities (NaN there), used only when no message naming
+    the same joints has them (`_without_velocities`)."""
 
     def __init__(self, present, order):
         self.present, self.order = present, order
         self.first = math.inf
         self.blocks = []
+        self.unmoving = []
 
 
 def _messages(reader, connections, joints, where):
     """{frozenset of model joints: _Group} of the usable messages, and the counts of
     skipped messages by reason."""
     batches, counts = _batches(_blocks(reader, connections, where), joints)
+    _without_velocities(batches, counts)
     groups = _groups(batches)
     topic = connections[0].topic
     if counts['total'] == 0:
@@ -464,7 +476,7 @@ def _messages(reader, connections, joints, where):
         uncovered = [j for j in joints if j not in covered]
         raise BagError(f'{where}: the messages on {topic} that name {uncovered} have no '
                        f'{lacking} ({counts[lacking]} of {counts["total"]} messages); '
-                       'identification needs position, velocity and effort (record the '
+                       'identification needs positions and efforts (record the '
                        "effort state interface, e.g. with ros2_control's "
                        'joint_state_broadcaster)')
     return groups, counts
@@ -487,12 +499,31 @@ def _batches(blocks, joints):
             counts['other joints'] += len(sequence)
             continue
         short = [f for f, v in zip(FIELDS, values) if v.shape[1] != len(names)]
+        if short == ['velocity'] and values[1].shape[1] == 0:
+            values = (values[0], np.full(values[0].shape, np.nan), values[2])
+            batch.unmoving.append((sequence, stamps, received,
+                                   np.stack([v[:, batch.order] for v in values], axis=1)))
+            continue
         if short:
             counts[short[0]] += len(sequence)
             continue
         batch.blocks.append((sequence, stamps, received,
                              np.stack([v[:, batch.order] for v in values], axis=1)))
     return batches, counts
+
+
+def _without_velocities(batches, counts):
+    """The messages without velocities: used (NaN velocities) where no message naming the
+    same model joints has velocities, else skipped and counted."""
+    complete = {frozenset(b.present) for b in batches.values() if b.blocks}
+    for batch in batches.values():
+        if not batch.unmoving:
+            continue
+        if frozenset(batch.present) in complete:
+            counts['velocity'] += sum(len(block[0]) for block in batch.unmoving)
+        else:
+            batch.blocks += batch.unmoving
+        batch.unmoving = []
 
 
 def _groups(batches):
@@ -618,11 +649,18 @@ def _recording(folder, topic, joints, groups, counts, where):
         notes.append(f'{moved} messages out of order: put in order of their time')
     order = [j for g, _ in series for j in g.joints]
     data = data[:, :, [order.index(j) for j in joints]]
+    unmoving = np.all(np.isnan(data[:, 1]), axis=0) if len(t) else np.zeros(len(joints), bool)
+    if np.any(unmoving):
+        without = [j for j, u in zip(joints, unmoving) if u]
+        notes.append(f'no velocities in the messages naming {without}: every joint\'s '
+                     'velocity is left to the estimator (from the positions)')
+        data[:, 1] = np.nan
     if t.size == 0:
         raise BagError(f'{where}: the publishers on {topic} never overlap in time (no '
                        'message of one lies between two close messages of the other): no '
                        'sample has every joint; record every joint at a steady rate')
-    finite = np.all(np.isfinite(data), axis=(1, 2))
+    finite = np.all(np.isfinite(data[:, [0, 2]]), axis=(1, 2)) & (
+        np.all(np.isfinite(data[:, 1]), axis=1) | np.any(unmoving))
     if not np.all(finite):
         notes.append(f'{int(np.sum(~finite))} samples dropped: non-finite values')
         t, data = t[finite], data[finite]

@@ -191,3 +191,45 @@ def test_identify_estimate_on_a_realistic_panda_bag(tmp_path):
     assert 'effort offsets' in done.stdout
     line = next(r for r in done.stdout.splitlines() if r.startswith('accelerations:'))
     assert 'second derivative of the recorded positions' in line.split(':')[1], line
+
+
+def test_identify_estimate_on_a_bag_without_velocities(tmp_path):
+    """A driver that publishes positions and efforts only: `identify estimate` takes the
+    velocities and accelerations from the positions, says so, and still meets the
+    robot-file target on held-out data."""
+    pytest.importorskip('cvxpy')
+    from robot_dynamics.joint_state_bag import JointStateBagWriter
+    plant, estimation, validation = rr.recordings('puma560', 15.0, 8.0,
+                                                  rr.Effects(rate=500.0), seed=3)
+    for name, recording in (('excitation', estimation), ('validation', validation)):
+        with JointStateBagWriter(tmp_path / name) as writer:
+            for k in range(len(recording.t)):
+                writer.write(float(recording.t[k]), plant.joints, recording.q[k], (),
+                             recording.tau[k])
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    done = subprocess.run(
+        [sys.executable, '-W', 'ignore', '-m', 'robot_dynamics.nodes.identify', 'estimate',
+         '--params-file', plant.params_file, '--bag', str(tmp_path / 'excitation'),
+         '--validate', str(tmp_path / 'validation'), '--offset', '--friction', 'stribeck',
+         '--output', str(tmp_path / 'identified.yaml')],
+        env=env, capture_output=True, text=True, timeout=GUARD)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'no velocities in the messages naming' in done.stdout
+    line = next(r for r in done.stdout.splitlines() if r.startswith('accelerations:'))
+    assert 'positions' in line and 'no velocities' in line, line
+
+    def row(label):
+        line = next(r for r in done.stdout.splitlines() if r.startswith(label))
+        return np.array([float(c.rstrip('%')) for c in line[len(label):].split()])
+    prior = row('relative error, prior')
+    identified = row('relative error, identified')
+    off = prior > 10.0
+    assert np.any(off) and np.all(prior[off] >= 3.0 * identified[off]), (prior, identified)
+    # asking for the velocities' derivative is refused in one line
+    refused = subprocess.run(
+        [sys.executable, '-W', 'ignore', '-m', 'robot_dynamics.nodes.identify', 'estimate',
+         '--params-file', plant.params_file, '--bag', str(tmp_path / 'excitation'),
+         '--accelerations', 'velocity', '--output', str(tmp_path / 'other.yaml')],
+        env=env, capture_output=True, text=True, timeout=GUARD)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and 'no velocities' in refused.stderr

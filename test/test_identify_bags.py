@@ -113,13 +113,49 @@ def test_messages_without_effort_are_refused_in_one_line_naming_the_field(tmp_pa
     assert '\n' not in message and 'no effort' in message and str(tmp_path / 'bag') in message
 
 
-def test_messages_without_velocity_are_refused_naming_the_field(tmp_path):
-    t, q, _, tau = motion(count=10)
+def test_a_recording_without_velocities_is_used_with_nan_velocities(tmp_path):
+    """A driver that publishes positions and efforts only: every sample is kept, the
+    velocities are NaN (the estimator takes them from the positions) and a note says so."""
+    t, q, _, tau = motion(count=40)
     with JointStateBagWriter(tmp_path / 'bag') as writer:
         for k in range(len(t)):
             writer.write(t[k], JOINTS, q[k], (), tau[k])
-    with pytest.raises(BagError, match='no velocity'):
-        read_joint_states(tmp_path / 'bag', JOINTS)
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert len(recording) == 40 and not recording.velocities
+    assert np.all(np.isnan(recording.qd))
+    np.testing.assert_array_equal(recording.q, q)
+    np.testing.assert_array_equal(recording.tau, tau)
+    assert any('no velocities' in note and 'joint_1' in note for note in recording.notes)
+
+
+def test_a_few_messages_without_velocity_among_complete_ones_are_skipped(tmp_path):
+    t, q, qd, tau = motion(count=40)
+    with JointStateBagWriter(tmp_path / 'bag') as writer:
+        for k in range(len(t)):
+            writer.write(t[k], JOINTS, q[k], () if k in (5, 6) else qd[k], tau[k])
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert len(recording) == 38 and recording.velocities
+    assert np.all(np.isfinite(recording.qd))
+    assert any('2 of 40 messages skipped' in n and 'no velocities' in n
+               for n in recording.notes)
+
+
+def test_a_publisher_without_velocities_leaves_every_velocity_to_the_estimator(tmp_path):
+    """The wrist on its own publisher without velocities, the arm with them: merged by
+    name as usual; all velocities NaN (the estimator needs all or none), said in a note
+    naming the wrist's joints."""
+    t, q, qd, tau = motion(count=60)
+    with JointStateBagWriter(tmp_path / 'bag') as writer:
+        for k in range(len(t)):
+            writer.write(t[k], JOINTS[:2], q[k, :2], qd[k, :2], tau[k, :2])
+            writer.write(t[k] + 1e-5, JOINTS[2:], q[k, 2:], (), tau[k, 2:])
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert not recording.velocities and len(recording) >= 58
+    note = next(n for n in recording.notes if 'no velocities' in n)
+    assert "['joint_3']" in note
+    index = np.searchsorted(t, recording.t - 1e-7)             # the arm's messages
+    np.testing.assert_allclose(recording.t, t[index], atol=1e-8)
+    np.testing.assert_allclose(recording.q, q[index], atol=1e-4)   # wrist interpolated
 
 
 def test_a_few_incomplete_or_foreign_messages_are_skipped_and_counted(tmp_path):

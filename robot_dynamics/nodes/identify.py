@@ -34,7 +34,8 @@ action server while recording /joint_states (robot_dynamics.nodes.identification
 `estimate` builds the prior model from the parameter files (every --params-file, in order,
 layered as the nodes layer them: robot_dynamics.nodes.common.params_file), reads the
 recordings (robot_dynamics.joint_state_bag: any robot's ``ros2 bag record /joint_states``
-with position, velocity and effort; jittered, dropped, duplicated or late messages,
+with position and effort, and velocity when recorded (else the velocities come from the
+positions); jittered, dropped, duplicated or late messages,
 several publishers), identifies the model, prints for the prior and the identified model
 the per-joint RMS torque error and relative error on the validation data (--validate, else
 the last 20 % of the samples, held out), the condition number, the sample count and how the
@@ -152,7 +153,7 @@ def parse_arguments(argv):
                           'order (repeat the option or give several files)')
     estimate.add_argument('--bag', nargs='+', required=True, dest='bags', metavar='DIR',
                           help='rosbag2 folders with sensor_msgs/JointState (position, '
-                          'velocity, effort)')
+                          'effort, and velocity if recorded)')
     estimate.add_argument('--validate', metavar='DIR', default=None,
                           help='a recording kept for validation only (default: the last 20 '
                           '%% of the samples are held out)')
