@@ -196,6 +196,66 @@ def report(out):
 # ---------------------------------------------------------------------- realistic recordings
 
 
+def estimated(arm, friction, estimation, validation, keep, folder, write, floor, kept=None):
+    """What `identify estimate --offset --friction FRICTION` makes of two recordings of
+    `arm` (its `prior`, `joints`), the study's figures: both written as rosbag2 folders
+    (`write(bag, recording)`) in KEEP/FOLDER (kept) or a temporary folder, the excitation
+    read and estimated (timed), the unconstrained least-squares fit, and the held-out
+    relative errors of the robot file, the fit, the identified model and the true arm
+    (`floor(t, q, qd, tau, source=...)`) on the validation, q̈ from the estimate's source;
+    the errors against the applied efforts at the exact states; consistency; targets.
+    `kept(root)`: more files to keep beside the bags (a dict of what was written)."""
+    import shutil
+    import tempfile
+    import realistic_recordings as rr
+    from robot_dynamics.joint_state_bag import read_joint_states
+    from robot_dynamics.nodes.identify import pieces
+    out = {}
+    with tempfile.TemporaryDirectory() as temporary:
+        root = os.path.join(keep or temporary, folder)
+        os.makedirs(root, exist_ok=True)
+        bags = {key: os.path.join(root, key) for key in ('excitation', 'validation')}
+        for key, recording in (('excitation', estimation), ('validation', validation)):
+            if os.path.exists(bags[key]):
+                shutil.rmtree(bags[key])
+            write(bags[key], recording)
+        if keep and kept is not None:
+            out.update(kept(root))
+        out['bags'] = bags if keep else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        recording = read_joint_states(bags['excitation'], arm.joints)
+        out['reading'] = time.perf_counter() - wall
+        t, q, qd, tau = (list(c) for c in zip(*pieces([recording])))
+        result = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
+                                 effort_timing='instant')
+        out['identify wall'] = time.perf_counter() - wall
+        out['identify cpu'] = time.process_time() - cpu
+        held = read_joint_states(bags['validation'], arm.joints)
+    out['samples read'] = len(recording)
+    out['notes'] = list(recording.notes)
+    out['result'] = result
+    source = result.accelerations
+    fit = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
+                          effort_timing='instant', constrained=False, accelerations=source)
+    out['least squares'] = fit
+    vt, vq, vqd, vtau = (list(c) for c in zip(*pieces([held])))
+    out['relative'] = {
+        'robot file': ai.validation_errors(arm.prior, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
+        'least squares': rr.predicted_errors(arm.prior, friction, True, fit.phi,
+                                             fit.stribeck_velocity, vt, vq, vqd, vtau,
+                                             accelerations=source),
+        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau,
+                                           accelerations=source)[1],
+        'true arm': floor(vt, vq, vqd, vtau, source=source)}
+    out['relative exact'] = {'robot file': rr.exact_errors(arm.prior, validation),
+                             'identified': rr.exact_errors(result.model, validation)}
+    out['consistency'] = list(result.consistency) + ai.physical_consistency_issues(
+        result.model)
+    out['targets'] = realistic_targets(out['relative'], out['consistency'])
+    return out
+
+
 def realistic_study(name, duration=60.0, rate=1000.0, seed=1, validation_duration=20.0,
                     friction='stribeck', iterations=0, effects=None, keep=None,
                     closed_loop=False):
@@ -208,10 +268,7 @@ def realistic_study(name, duration=60.0, rate=1000.0, seed=1, validation_duratio
     NAME/validation), else a temporary one. `closed_loop`: the arm integrated by its
     forward dynamics under feedforward + PD control instead of following the motion
     exactly (`realistic_recordings.record`). Returns a dict of every figure."""
-    import tempfile
     import realistic_recordings as rr
-    from robot_dynamics.joint_state_bag import read_joint_states
-    from robot_dynamics.nodes.identify import pieces
     effects = effects or rr.Effects(rate=rate)
     started = time.perf_counter()
     plant, estimation, validation = rr.recordings(name, duration, validation_duration,
@@ -220,49 +277,10 @@ def realistic_study(name, duration=60.0, rate=1000.0, seed=1, validation_duratio
            'closed loop': closed_loop,
            'duration': duration, 'dropped': estimation.dropped,
            'simulation time': time.perf_counter() - started}
-    with tempfile.TemporaryDirectory() as temporary:
-        root = os.path.join(keep or temporary, name)
-        os.makedirs(root, exist_ok=True)
-        bags = {key: os.path.join(root, key) for key in ('excitation', 'validation')}
-        for key, recording in (('excitation', estimation), ('validation', validation)):
-            if os.path.exists(bags[key]):
-                import shutil
-                shutil.rmtree(bags[key])
-            rr.write_bag(bags[key], plant, recording)
-        out['bags'] = bags if keep else None
-        wall, cpu = time.perf_counter(), time.process_time()
-        recording = read_joint_states(bags['excitation'], plant.joints)
-        out['reading'] = time.perf_counter() - wall
-        t, q, qd, tau = (list(c) for c in zip(*pieces([recording])))
-        result = ai.identify_arm(plant.prior, t, q, qd, tau, offset=True, friction=friction,
-                                 effort_timing='instant')
-        out['identify wall'] = time.perf_counter() - wall
-        out['identify cpu'] = time.process_time() - cpu
-        held = read_joint_states(bags['validation'], plant.joints)
-    out['samples read'] = len(recording)
-    out['notes'] = list(recording.notes)
-    out['result'] = result
-    source = result.accelerations
-    least_squares = ai.identify_arm(plant.prior, t, q, qd, tau, offset=True,
-                                    friction=friction, effort_timing='instant',
-                                    constrained=False, accelerations=source)
-    out['least squares'] = least_squares
-    vt, vq, vqd, vtau = (list(c) for c in zip(*pieces([held])))
-    out['relative'] = {
-        'robot file': ai.validation_errors(plant.prior, vt, vq, vqd, vtau,
-                                           accelerations=source)[1],
-        'least squares': rr.predicted_errors(plant.prior, friction, True, least_squares.phi,
-                                             least_squares.stribeck_velocity, vt, vq, vqd,
-                                             vtau, accelerations=source),
-        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau,
-                                           accelerations=source)[1],
-        'true arm': rr.floor_errors(plant, effects, vt, vq, vqd, vtau,
-                                    accelerations=source)}
-    out['relative exact'] = {'robot file': rr.exact_errors(plant.prior, validation),
-                             'identified': rr.exact_errors(result.model, validation)}
-    out['consistency'] = list(result.consistency) + ai.physical_consistency_issues(
-        result.model)
-    out['targets'] = realistic_targets(out['relative'], out['consistency'])
+    out.update(estimated(plant, friction, estimation, validation, keep, name,
+                         lambda bag, recording: rr.write_bag(bag, plant, recording),
+                         lambda *held, source: rr.floor_errors(plant, effects, *held,
+                                                                accelerations=source)))
     return out
 
 
@@ -356,13 +374,9 @@ def mujoco_study(name, duration=60.0, rate=1000.0, seed=1, validation_duration=2
     `realistic_recordings.Effects`), written as rosbag2 folders and estimated as `identify
     estimate --offset --friction FRICTION` does. Also the agreement of MuJoCo's inverse
     dynamics (``mj_inverse``) with ours on random states. Returns a dict of every figure."""
-    import tempfile
-    import shutil
     import mujoco
     import mujoco_recordings as mr
     import realistic_recordings as rr
-    from robot_dynamics.joint_state_bag import read_joint_states
-    from robot_dynamics.nodes.identify import pieces
     effects = effects or rr.Effects(rate=rate)
     started = time.perf_counter()
     arm, estimation, validation = mr.recordings(name, duration, validation_duration, effects,
@@ -372,48 +386,11 @@ def mujoco_study(name, duration=60.0, rate=1000.0, seed=1, validation_duration=2
            'simulation time': time.perf_counter() - started,
            'mujoco': mujoco.__version__,
            'agreement': mr.inverse_agreement(arm)['with drive']}
-    with tempfile.TemporaryDirectory() as temporary:
-        root = os.path.join(keep or temporary, f'mujoco_{name}')
-        os.makedirs(root, exist_ok=True)
-        bags = {key: os.path.join(root, key) for key in ('excitation', 'validation')}
-        for key, recording in (('excitation', estimation), ('validation', validation)):
-            if os.path.exists(bags[key]):
-                shutil.rmtree(bags[key])
-            mr.write_bag(bags[key], arm, recording)
-        out['params file'] = arm.write_params(root) if keep else None
-        out['bags'] = bags if keep else None
-        wall, cpu = time.perf_counter(), time.process_time()
-        recording = read_joint_states(bags['excitation'], arm.joints)
-        out['reading'] = time.perf_counter() - wall
-        t, q, qd, tau = (list(c) for c in zip(*pieces([recording])))
-        result = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
-                                 effort_timing='instant')
-        out['identify wall'] = time.perf_counter() - wall
-        out['identify cpu'] = time.process_time() - cpu
-        held = read_joint_states(bags['validation'], arm.joints)
-    out['samples read'] = len(recording)
-    out['result'] = result
-    source = result.accelerations
-    least_squares = ai.identify_arm(arm.prior, t, q, qd, tau, offset=True, friction=friction,
-                                    effort_timing='instant', constrained=False,
-                                    accelerations=source)
-    out['least squares'] = least_squares
-    vt, vq, vqd, vtau = (list(c) for c in zip(*pieces([held])))
-    out['relative'] = {
-        'robot file': ai.validation_errors(arm.prior, vt, vq, vqd, vtau,
-                                           accelerations=source)[1],
-        'least squares': rr.predicted_errors(arm.prior, friction, True, least_squares.phi,
-                                             least_squares.stribeck_velocity, vt, vq, vqd,
-                                             vtau, accelerations=source),
-        'identified': ai.validation_errors(result.model, vt, vq, vqd, vtau,
-                                           accelerations=source)[1],
-        'true arm': mr.floor_errors(arm, effects, validation, vt, vq, vqd, vtau,
-                                    accelerations=source)}
-    out['relative exact'] = {'robot file': rr.exact_errors(arm.prior, validation),
-                             'identified': rr.exact_errors(result.model, validation)}
-    out['consistency'] = list(result.consistency) + ai.physical_consistency_issues(
-        result.model)
-    out['targets'] = realistic_targets(out['relative'], out['consistency'])
+    out.update(estimated(arm, friction, estimation, validation, keep, f'mujoco_{name}',
+                         lambda bag, recording: mr.write_bag(bag, arm, recording),
+                         lambda *held, source: mr.floor_errors(arm, effects, validation,
+                                                                *held, accelerations=source),
+                         kept=lambda root: {'params file': arm.write_params(root)}))
     return out
 
 

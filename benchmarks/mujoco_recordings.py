@@ -333,16 +333,7 @@ def record(arm, motion, duration, effects=rr.Effects(), seed=0, start=100.0,
                          f'of {arm.mj.opt.timestep} s')
     t_true = np.arange(count) / rate
     n = arm.prior.n
-    revolute = ~np.asarray(arm.prior.chain.prismatic, dtype=bool)
-    resolution = 2.0 * math.pi / effects.counts if effects.counts else 0.0
-    velocity_noise = rr.coloured_noise(rng, (count, n), effects.velocity_noise,
-                                       effects.noise_cutoff, rate)
-
-    def measure(k, q, qd):
-        q_m = np.array(q, dtype=float)
-        if resolution:
-            q_m[..., revolute] = np.round(q_m[..., revolute] / resolution) * resolution
-        return q_m, qd + velocity_noise[k]
+    measure = rr.sensors(arm.prior, effects, rng, count)
     q_d, qd_d, qdd_d = motion.sample(t_true)
     feedforward = dynamics.inverse_dynamics(arm.prior, q_d, qd_d, qdd_d)
     inertia = np.mean(np.diagonal(dynamics.mass_matrix(

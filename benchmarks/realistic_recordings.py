@@ -235,6 +235,24 @@ def _closed_loop(plant, motion, t, measure, bandwidth, substeps):
     return out
 
 
+def sensors(model, effects, rng, count):
+    """measure(k, q, qd) -> (q, qd) as the robot measures sample(s) k of `count`: encoders
+    of `effects.counts` counts per turn on revolute joints, the velocities with coloured
+    noise (drawn here from `rng`, `effects.velocity_noise` through a first-order low-pass of
+    `effects.noise_cutoff` Hz at `effects.rate`)."""
+    revolute = ~np.asarray(model.chain.prismatic, dtype=bool)
+    resolution = 2.0 * math.pi / effects.counts if effects.counts else 0.0
+    velocity_noise = coloured_noise(rng, (count, model.n), effects.velocity_noise,
+                                    effects.noise_cutoff, float(effects.rate))
+
+    def measure(k, q, qd):
+        q_m = np.array(q, dtype=float)
+        if resolution:
+            q_m[..., revolute] = np.round(q_m[..., revolute] / resolution) * resolution
+        return q_m, qd + velocity_noise[k]
+    return measure
+
+
 def record(plant, motion, duration, effects=Effects(), seed=0, start=100.0,
            closed_loop=False, bandwidth=10.0, substeps=1):
     """A `Recording` of `plant` following `motion` (an `Excitation`) for `duration` s
@@ -248,17 +266,7 @@ def record(plant, motion, duration, effects=Effects(), seed=0, start=100.0,
     rate = float(effects.rate)
     count = int(round(duration * rate)) + 1
     t_true = np.arange(count) / rate
-    n = plant.prior.n
-    revolute = ~np.asarray(plant.prior.chain.prismatic, dtype=bool)
-    resolution = 2.0 * math.pi / effects.counts if effects.counts else 0.0
-    velocity_noise = coloured_noise(rng, (count, n), effects.velocity_noise,
-                                    effects.noise_cutoff, rate)
-
-    def measure(k, q, qd):
-        q_m = np.array(q, dtype=float)
-        if resolution:
-            q_m[..., revolute] = np.round(q_m[..., revolute] / resolution) * resolution
-        return q_m, qd + velocity_noise[k]
+    measure = sensors(plant.prior, effects, rng, count)
     if closed_loop:
         q, qd, qdd, tau = _closed_loop(plant, motion, t_true, measure, bandwidth,
                                          substeps)

@@ -8,7 +8,6 @@ messages. First the conversion: MuJoCo's inverse dynamics (``mj_inverse``) equal
 then the identification targets (benchmarks/identification.py --study mujoco prints them
 for longer recordings) through `identify estimate`. Simulated time only."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -22,25 +21,14 @@ pytest.importorskip('rosbags')
 
 from robot_dynamics import dynamics, urdf  # noqa: E402
 from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from benchmark_modules import benchmark_module  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD = 600.0          # s: a hang guard for the child process, not a timing assertion
 
 
-def _module(name):
-    path = os.path.join(REPO, 'benchmarks', f'{name}.py')
-    spec = importlib.util.spec_from_file_location(f'benchmark_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(path))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(path))
-    return module
-
-
-mr = _module('mujoco_recordings')
-rr = _module('realistic_recordings')
+mr = benchmark_module('mujoco_recordings')
+rr = benchmark_module('realistic_recordings')
 
 
 @pytest.fixture(scope='module', params=['ur5', 'panda'])

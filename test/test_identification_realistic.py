@@ -10,7 +10,6 @@ with the same friction law and offsets; every body physically consistent; at lea
 better than the robot file on every joint where the file is more than 10 % off. Shorter
 recordings at a lower rate here, where the properties still show."""
 
-import importlib.util
 import math
 import os
 import subprocess
@@ -24,24 +23,13 @@ pytest.importorskip('rosbags')
 
 from robot_dynamics import arm_identification as ai  # noqa: E402
 from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from benchmark_modules import benchmark_module  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARD = 600.0          # s: a hang guard for the child process, not a timing assertion
 
 
-def _module(name):
-    path = os.path.join(REPO, 'benchmarks', f'{name}.py')
-    spec = importlib.util.spec_from_file_location(f'benchmark_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(path))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(path))
-    return module
-
-
-rr = _module('realistic_recordings')
+rr = benchmark_module('realistic_recordings')
 
 
 @pytest.fixture(scope='module')
@@ -152,7 +140,7 @@ def check_targets(out):
     ('panda', 20.0, 500.0, True)], ids=['puma560', 'panda', 'panda-closed-loop'])
 def test_the_targets_on_realistic_recordings(name, duration, rate, closed_loop):
     pytest.importorskip('cvxpy')
-    bench = _module('identification')
+    bench = benchmark_module('identification')
     out = bench.realistic_study(name, duration=duration, rate=rate, seed=1,
                                 validation_duration=10.0, closed_loop=closed_loop)
     check_targets(out)
@@ -163,6 +151,31 @@ def test_the_targets_on_realistic_recordings(name, duration, rate, closed_loop):
     assert fit['position'] < fit['velocity'], fit
 
 
+def run_estimate(*arguments):
+    """`identify estimate ARGUMENTS` in a child process: CompletedProcess (text)."""
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    return subprocess.run([sys.executable, '-W', 'ignore', '-m',
+                           'robot_dynamics.nodes.identify', 'estimate', *map(str, arguments)],
+                          env=env, capture_output=True, text=True, timeout=GUARD)
+
+
+def printed_row(text, label):
+    """The numbers of the printed table row starting with `label` (percent signs off)."""
+    line = next(r for r in text.splitlines() if r.startswith(label))
+    return np.array([float(c.rstrip('%')) for c in line[len(label):].split()])
+
+
+def assert_three_times_better_where_the_file_is_off(text):
+    prior = printed_row(text, 'relative error, prior')
+    identified = printed_row(text, 'relative error, identified')
+    off = prior > 10.0
+    assert np.any(off) and np.all(prior[off] >= 3.0 * identified[off]), (prior, identified)
+
+
+def accelerations_line(text):
+    return next(r for r in text.splitlines() if r.startswith('accelerations:'))
+
+
 def test_identify_estimate_on_a_realistic_panda_bag(tmp_path):
     """End to end: `identify estimate --offset --friction stribeck` on the bags of a
     7-joint arm at 1 kHz with every effect; the held-out errors it prints meet the
@@ -171,25 +184,14 @@ def test_identify_estimate_on_a_realistic_panda_bag(tmp_path):
     plant, estimation, validation = rr.recordings('panda', 15.0, 8.0, rr.Effects(), seed=2)
     rr.write_bag(tmp_path / 'excitation', plant, estimation, storage='mcap')
     rr.write_bag(tmp_path / 'validation', plant, validation)
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    done = subprocess.run(
-        [sys.executable, '-W', 'ignore', '-m', 'robot_dynamics.nodes.identify', 'estimate',
-         '--params-file', plant.params_file, '--bag', str(tmp_path / 'excitation'),
-         '--validate', str(tmp_path / 'validation'), '--offset', '--friction', 'stribeck',
-         '--output', str(tmp_path / 'identified.yaml')],
-        env=env, capture_output=True, text=True, timeout=GUARD)
+    done = run_estimate('--params-file', plant.params_file, '--bag', tmp_path / 'excitation',
+                        '--validate', tmp_path / 'validation', '--offset', '--friction',
+                        'stribeck', '--output', tmp_path / 'identified.yaml')
     assert done.returncode == 0, done.stdout + done.stderr
-
-    def row(label):
-        line = next(r for r in done.stdout.splitlines() if r.startswith(label))
-        return np.array([float(c.rstrip('%')) for c in line[len(label):].split()])
-    prior = row('relative error, prior')
-    identified = row('relative error, identified')
-    off = prior > 10.0
-    assert np.any(off) and np.all(prior[off] >= 3.0 * identified[off]), (prior, identified)
+    assert_three_times_better_where_the_file_is_off(done.stdout)
     assert 'physically consistent: yes' in done.stdout
     assert 'effort offsets' in done.stdout
-    line = next(r for r in done.stdout.splitlines() if r.startswith('accelerations:'))
+    line = accelerations_line(done.stdout)
     assert 'second derivative of the recorded positions' in line.split(':')[1], line
 
 
@@ -206,30 +208,17 @@ def test_identify_estimate_on_a_bag_without_velocities(tmp_path):
             for k in range(len(recording.t)):
                 writer.write(float(recording.t[k]), plant.joints, recording.q[k], (),
                              recording.tau[k])
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    done = subprocess.run(
-        [sys.executable, '-W', 'ignore', '-m', 'robot_dynamics.nodes.identify', 'estimate',
-         '--params-file', plant.params_file, '--bag', str(tmp_path / 'excitation'),
-         '--validate', str(tmp_path / 'validation'), '--offset', '--friction', 'stribeck',
-         '--output', str(tmp_path / 'identified.yaml')],
-        env=env, capture_output=True, text=True, timeout=GUARD)
+    done = run_estimate('--params-file', plant.params_file, '--bag', tmp_path / 'excitation',
+                        '--validate', tmp_path / 'validation', '--offset', '--friction',
+                        'stribeck', '--output', tmp_path / 'identified.yaml')
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'no velocities in the messages naming' in done.stdout
-    line = next(r for r in done.stdout.splitlines() if r.startswith('accelerations:'))
+    line = accelerations_line(done.stdout)
     assert 'positions' in line and 'no velocities' in line, line
-
-    def row(label):
-        line = next(r for r in done.stdout.splitlines() if r.startswith(label))
-        return np.array([float(c.rstrip('%')) for c in line[len(label):].split()])
-    prior = row('relative error, prior')
-    identified = row('relative error, identified')
-    off = prior > 10.0
-    assert np.any(off) and np.all(prior[off] >= 3.0 * identified[off]), (prior, identified)
+    assert_three_times_better_where_the_file_is_off(done.stdout)
     # asking for the velocities' derivative is refused in one line
-    refused = subprocess.run(
-        [sys.executable, '-W', 'ignore', '-m', 'robot_dynamics.nodes.identify', 'estimate',
-         '--params-file', plant.params_file, '--bag', str(tmp_path / 'excitation'),
-         '--accelerations', 'velocity', '--output', str(tmp_path / 'other.yaml')],
-        env=env, capture_output=True, text=True, timeout=GUARD)
+    refused = run_estimate('--params-file', plant.params_file, '--bag',
+                           tmp_path / 'excitation', '--accelerations', 'velocity',
+                           '--output', tmp_path / 'other.yaml')
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and 'no velocities' in refused.stderr
