@@ -141,12 +141,13 @@ def test_a_mixed_integer_and_float_list_on_the_command_line_is_one_line():
     lines = [line for line in output.splitlines() if line.strip()]
     assert len(lines) == 1, output
     assert '[ERROR]' in lines[0] and 'gains.kp' in lines[0]
-    assert 'write all values as floats' in lines[0] and '150.0' in lines[0]
+    assert 'gains.kp[0]: 150 is an integer in a list of floats' in lines[0]
+    assert 'write 150.0' in lines[0]
 
 
 @pytest.mark.parametrize('rule, fragment', [
-    ('gains.kp:=[150, 150.5]', 'write all values as floats'),
-    ('joints:=[a, 1]', 'same type'),
+    ('gains.kp:=[150, 150.5]', '[0]: 150 is an integer in a list of floats'),
+    ('joints:=[a, 1]', "[1]: 1 is an integer in a list of strings"),
 ])
 def test_the_command_line_check_names_the_parameter(rule, fragment):
     with pytest.raises(runner.ParamsFileError) as error:

@@ -131,18 +131,23 @@ def _check_list(path, name, values):
         if kind in ('list', 'mapping'):
             raise ParamsFileError(f'params file {path}: {name}[{i}]: a {kind} inside a list; '
                                   'a parameter is a flat list of numbers, booleans or strings')
+    problem = mixed_list_problem(values)
+    if problem is not None:
+        raise ParamsFileError(f'params file {path}: {name}[{problem[0]}]: {problem[1]}')
+
+
+def mixed_list_problem(values):
+    """(index, what is wrong with that item, in words) of a list rcl refuses because its
+    items are of more than one type (`mixed_item`), or None."""
     mixed = mixed_item(values)
     if mixed is None:
-        return
+        return None
     i, kind, of = mixed
     if of == 'float':
-        raise ParamsFileError(
-            f'params file {path}: {name}[{i}]: {values[i]} is an integer in a list of floats '
-            f'(rcl wants one type per list); write {values[i]}.0')
-    raise ParamsFileError(
-        f'params file {path}: {name}[{i}]: {_shown(values[i])} is '
-        f'{"an" if kind[0] in "aeiou" else "a"} {kind} in a list '
-        f'of {of}s (rcl wants one type per list)')
+        return i, (f'{values[i]} is an integer in a list of floats (rcl wants one type per '
+                   f'list); write {values[i]}.0')
+    return i, (f'{_shown(values[i])} is {"an" if kind[0] in "aeiou" else "a"} {kind} in a '
+               f'list of {of}s (rcl wants one type per list)')
 
 
 def mixed_item(values):

@@ -32,7 +32,7 @@ from rclpy.signals import SignalHandlerOptions
 from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.common.layering import layered_arguments
 from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
-                                              command_line_parameters, mixed_item,
+                                              command_line_parameters, mixed_list_problem,
                                               node_name_of,
                                               node_sections, params_files, ParamsFileError,
                                               section_applies)
@@ -344,17 +344,9 @@ def check_command_line_parameters(args):
             value = yaml.load(text, Loader=ParameterFileLoader)
         except yaml.YAMLError:
             continue                        # rcl says what is wrong with it
-        mixed = mixed_item(value) if isinstance(value, list) else None
-        if mixed is None:
-            continue
-        i, kind, of = mixed
-        if of == 'float':
-            raise ParamsFileError(
-                f'-p {name}: {value[i]} (item {i}) is an integer in a list of floats, which rcl '
-                f'refuses (one type per list): write all values as floats, e.g. {value[i]}.0')
-        raise ParamsFileError(
-            f'-p {name}: {value[i]!r} (item {i}) is a {kind} in a list of {of}s, which rcl '
-            'refuses (one type per list): give every item the same type')
+        problem = mixed_list_problem(value) if isinstance(value, list) else None
+        if problem is not None:
+            raise ParamsFileError(f'-p {name}[{problem[0]}]: {problem[1]}')
 
 
 def _init_error(error):
