@@ -355,15 +355,9 @@ def record(arm, motion, duration, effects=rr.Effects(), seed=0, start=100.0,
             mujoco.mj_step(arm.mj, data, nstep=substeps)
             if not np.all(np.isfinite(data.qvel)):
                 raise FloatingPointError(f'the MuJoCo arm diverged at t = {t_true[k]:.4g} s')
-    q_rec, qd_rec = measure(slice(None), q, qd)
-    rms = np.sqrt(np.mean(tau ** 2, axis=0))
-    tau_rec = (tau + arm.offsets(effects)
-               + rr.coloured_noise(rng, tau.shape, effects.effort_noise * rms,
-                                   effects.noise_cutoff, rate))
-    stamps = start + t_true + rng.uniform(-effects.jitter, effects.jitter, count) / rate
-    keep = rng.random(count) >= effects.drop
-    keep[[0, -1]] = True
-    return MujocoRecording(t=stamps[keep], q=q_rec[keep], qd=qd_rec[keep], tau=tau_rec[keep],
+    t, q_rec, qd_rec, tau_rec, keep = rr.logged(effects, rng, measure, arm.offsets(effects),
+                                                t_true, q, qd, tau, start)
+    return MujocoRecording(t=t, q=q_rec, qd=qd_rec, tau=tau_rec,
                            t_true=start + t_true, q_true=q, qd_true=qd, qdd_true=qdd,
                            tau_true=tau, dropped=int(count - np.sum(keep)),
                            friction_true=friction, kept=np.flatnonzero(keep))

@@ -273,17 +273,26 @@ def record(plant, motion, duration, effects=Effects(), seed=0, start=100.0,
     else:
         q, qd, qdd = motion.sample(t_true)
         tau = plant.applied_effort(q, qd, qdd)
+    t, q_rec, qd_rec, tau_rec, keep = logged(effects, rng, measure, plant.offsets(effects),
+                                             t_true, q, qd, tau, start)
+    return Recording(t=t, q=q_rec, qd=qd_rec, tau=tau_rec, t_true=start + t_true, q_true=q,
+                     qd_true=qd, qdd_true=qdd, tau_true=tau, dropped=int(count - np.sum(keep)))
+
+
+def logged(effects, rng, measure, offsets, t_true, q, qd, tau, start):
+    """(stamps, q, qd, tau, kept (K,) bool) as the robot measures and its logger writes the
+    exact states and applied efforts at the robot's sampling instants `t_true` (from 0):
+    `measure` (`sensors`), the efforts plus `offsets` and coloured noise, the stamps
+    `start` + t jittered, a fraction of the messages dropped (never the first or last)."""
+    rate, count = float(effects.rate), len(t_true)
     q_rec, qd_rec = measure(slice(None), q, qd)
     rms = np.sqrt(np.mean(tau ** 2, axis=0))
-    tau_rec = (tau + plant.offsets(effects)
-               + coloured_noise(rng, tau.shape, effects.effort_noise * rms,
-                                effects.noise_cutoff, rate))
+    tau_rec = tau + offsets + coloured_noise(rng, tau.shape, effects.effort_noise * rms,
+                                             effects.noise_cutoff, rate)
     stamps = start + t_true + rng.uniform(-effects.jitter, effects.jitter, count) / rate
     keep = rng.random(count) >= effects.drop
     keep[[0, -1]] = True
-    return Recording(t=stamps[keep], q=q_rec[keep], qd=qd_rec[keep], tau=tau_rec[keep],
-                     t_true=start + t_true, q_true=q, qd_true=qd, qdd_true=qdd,
-                     tau_true=tau, dropped=int(count - np.sum(keep)))
+    return stamps[keep], q_rec[keep], qd_rec[keep], tau_rec[keep], keep
 
 
 def write_bag(folder, plant, recording, storage='sqlite3', version=8):
