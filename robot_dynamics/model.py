@@ -201,10 +201,7 @@ class RobotModel:
         if not joint_types:
             raise ValueError('robot.joint_types: expected a non-empty list of joint types')
         n = len(joint_types)
-        for i, jt in enumerate(joint_types):
-            if jt not in JOINT_TYPES:
-                raise ValueError(f'robot.joint_types[{i}]: unknown joint type {jt!r}, '
-                                 f'expected one of {JOINT_TYPES}')
+        _choices('joint_types', joint_types, JOINT_TYPES, 'joint type')
         self._convention = dh_convention
         self._joint_types = joint_types
         self._n = n
@@ -320,10 +317,7 @@ class RobotModel:
                 raise ValueError(f'robot.friction_model: expected a list of {n} of '
                                  f'{FRICTION_MODELS}, got {friction_model!r}')
             models = tuple(friction_model)
-            for i, name in enumerate(models):
-                if name not in FRICTION_MODELS:
-                    raise ValueError(f'robot.friction_model[{i}]: unknown friction model '
-                                     f'{name!r}, expected one of {FRICTION_MODELS}')
+            _choices('friction_model', models, FRICTION_MODELS, 'friction model')
         self._friction_model = models
         negative = _optional('coulomb_friction_negative', coulomb_friction_negative, n, 0.0,
                              nonnegative=True, finite=True)
@@ -712,6 +706,14 @@ def _number(name, value):
     if not math.isfinite(value):
         raise ValueError(f'{name}: non-finite value {value}')
     return value
+
+
+def _choices(key, values, allowed, what):
+    """ValueError naming robot.KEY[i] for the first of `values` not in `allowed`."""
+    for i, value in enumerate(values):
+        if value not in allowed:
+            raise ValueError(f'robot.{key}[{i}]: unknown {what} {value!r}, expected one of '
+                             f'{allowed}')
 
 
 def _vector(key, values, length, allow_inf=False):
