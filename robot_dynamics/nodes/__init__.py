@@ -15,5 +15,5 @@ Layout:
   executable's recording and estimation parts;
 - `common/`: what every node shares (parameter declaration and checking, parameter files,
   the runner with its signal handling, real-time options, /diagnostics, measurement noise,
-  launch-file helpers).
+  launch-file helpers, files written atomically).
 """

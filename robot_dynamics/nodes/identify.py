@@ -82,6 +82,7 @@ import yaml
 
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
 from robot_dynamics.model import FRICTION_MODELS, RobotModel
+from robot_dynamics.nodes.common.outputs import write_file
 
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 ACCELERATION_SOURCES = ('velocity', 'position')      # arm_identification's, not imported here
@@ -576,14 +577,8 @@ def write_report(path, joints, result, threshold, args):
         document['effort_offset'] = {j: float(v) for j, v in zip(joints, result.offset)}
     if result.drive_gain is not None:
         document['drive_gain'] = {j: float(v) for j, v in zip(joints, result.drive_gain)}
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = f'{path}.tmp'
-    with open(temporary, 'w', encoding='utf-8') as stream:
-        stream.write('# `identify estimate` report: how well the data determine the base '
-                     'parameters\n')
-        yaml.safe_dump(document, stream, sort_keys=False, allow_unicode=True)
-    os.replace(temporary, path)
+    write_file(path, '# `identify estimate` report: how well the data determine the base '
+               'parameters\n' + yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
 
 
 def _uncertainty_document(u, threshold, args):
@@ -689,13 +684,7 @@ def write_parameter_file(path, robot, args, result, held, prior_errors, identifi
         comments.append('drive gains (joint effort = gain x recorded effort; the values '
                         'here are joint efforts): '
                         + ', '.join(f'{g:.6g}' for g in result.drive_gain))
-    text = parameter_file_text(robot, comments, section)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = f'{path}.tmp'
-    with open(temporary, 'w', encoding='utf-8') as stream:
-        stream.write(text)
-    os.replace(temporary, path)
+    write_file(path, parameter_file_text(robot, comments, section))
 
 
 # ---------------------------------------------------------------------- main

@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes.trajectories import goal_sender
+from robot_dynamics.nodes.common.outputs import duration_fields
 from robot_dynamics.nodes.common.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
@@ -95,11 +96,7 @@ def parse_arguments(argv):
 
 
 def duration_message(seconds):
-    sec = math.floor(seconds)
-    nanosec = int(round((seconds - sec) * 1e9))
-    if nanosec >= 1_000_000_000:
-        sec, nanosec = sec + 1, nanosec - 1_000_000_000
-    return DurationMsg(sec=int(sec), nanosec=nanosec)
+    return DurationMsg(**duration_fields(seconds))
 
 
 def trajectory_message(command):

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 import yaml
 
+from robot_dynamics.nodes.common.outputs import duration_fields, write_file
 from robot_dynamics.motion_limits import (first_violation, link_point_names, start_clearance,
                                           Workspace, workspace_violation)
 
@@ -262,15 +263,6 @@ def describe(plan, start_origin):
 # ---------------------------------------------------------------------- the YAML file
 
 
-def duration_fields(seconds):
-    """builtin_interfaces/Duration fields {sec, nanosec} of `seconds` >= 0."""
-    sec = math.floor(seconds)
-    nanosec = int(round((seconds - sec) * 1e9))
-    if nanosec >= 1_000_000_000:
-        sec, nanosec = sec + 1, nanosec - 1_000_000_000
-    return {'sec': int(sec), 'nanosec': nanosec}
-
-
 def trajectory_fields(joints, t, q, qd, qdd, frame_id=''):
     """The trajectory_msgs/JointTrajectory as its fields (header stamp 0: start on
     arrival), in the message's field order."""
@@ -302,14 +294,8 @@ def write_trajectory(path, plan, options):
                 f'{plan.excitation.condition:.4g}; starts at rest at the first point: move the '
                 'arm there first',
                 'send as a FollowJointTrajectory goal: doc/identification.md of robot_dynamics']
-    text = trajectory_yaml(trajectory_fields(plan.joints, plan.t, plan.q, plan.qd, plan.qdd),
-                           comments)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = f'{path}.tmp'
-    with open(temporary, 'w', encoding='utf-8') as stream:
-        stream.write(text)
-    os.replace(temporary, path)
+    write_file(path, trajectory_yaml(
+        trajectory_fields(plan.joints, plan.t, plan.q, plan.qd, plan.qdd), comments))
 
 
 # ---------------------------------------------------------------------- main
