@@ -213,6 +213,29 @@ def test_every_friction_law_gives_the_reference_torques(loops, laws, rng):
         dynamics.set_backend(previous)
 
 
+def test_one_state_runner_copies_other_inputs_and_leaves_batches(loops, rng):
+    """The per-model one-state runner (dynamics' fast path): float64 arrays, lists and
+    float32 arrays give the reference; a batch (or a wrench with a batch) gives None (the
+    caller then takes its batch path)."""
+    model, _, _ = _law_models(rng, ['tanh', 'coulomb', 'stribeck', 'asymmetric'])
+    q, qd, qdd = random_state(rng, 4, 3)
+    wrench = rng.normal(size=6)
+    run, run_wrench = loops.runner(model, 'rnea'), loops.runner(model, 'rnea_wrench')
+    for k in range(3):
+        expected = reference(dynamics.inverse_dynamics, model, q[k], qd[k], qdd[k])
+        assert_same(run(q[k], qd[k], qdd[k]), expected)
+        assert_same(run(q[k].tolist(), qd[k].tolist(), qdd[k].tolist()), expected)
+        assert_same(run(q[k].astype(np.float32), qd[k], qdd[k]),
+                    reference(dynamics.inverse_dynamics, model,
+                              q[k].astype(np.float32).astype(float), qd[k], qdd[k]))
+        assert_same(run_wrench(q[k], qd[k], qdd[k], wrench),
+                    reference(dynamics.inverse_dynamics, model, q[k], qd[k], qdd[k],
+                              wrench=wrench))
+    assert run(q, qd, qdd) is None
+    assert run_wrench(q, qd, qdd, wrench) is None
+    assert loops.runner(model, 'aba')(q, qd, qdd) is None
+
+
 def test_forward_dynamics_inverts_inverse_dynamics_at_100_links(loops, rng):
     block = random_chain_params(rng, 100, 'modified', rng.random(100) < 0.5, friction=True,
                                 armature=True, payload=True)
