@@ -1,8 +1,8 @@
 """Performance benchmark: the public dynamics functions against Pinocchio and the 1 kHz closed
 loop against a bare rclpy relay, one table.
 
-    python3 tools/dev.py bench [-- --repeats N --skip-closed-loop --skip-under-load
-                                   --duration S --compile-times]
+    python3 tools/dev.py bench [-- --repeats N --rows id,fd,... --skip-closed-loop
+                                   --skip-under-load --duration S --compile-times]
     PYTHONPATH=. <python with rclpy, numpy, pin> benchmarks/run.py [same options]
 
 The closed-loop rows come last (about a minute; `closed_loop.py` has the details, and
@@ -201,7 +201,13 @@ def add_row(table, what, result, targets):
               ratio=ratio, ratio_accelerated=None if fast is None else fast[1])
 
 
-def run(repeats):
+ROWS = ('id', 'fd', 'rk4', 'batch', 'growth', 'counts')
+
+
+def run(repeats, rows=ROWS):
+    """The dynamics rows of the table; `rows`: which groups (ROWS: one-state inverse and
+    forward dynamics, RK4 step, batch inverse dynamics, cost growth with n, operation
+    counts)."""
     rng = np.random.default_rng(6)
     models = {'PUMA 560': load_preset('puma560'), 'Panda (7)': load_preset('panda'),
               'random n=6': random_chain(6), 'random n=100': random_chain(100)}
@@ -211,7 +217,7 @@ def run(repeats):
         print(f'# {name}: max |ours − Pinocchio| over ID and FD = {err:.1e}')
         assert err < 1e-8, name
     table = Table()
-    for name in models:
+    for name in models if 'id' in rows else ():
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, qdd = state(model, rng)
@@ -223,7 +229,7 @@ def run(repeats):
         targets = {'random n=100': (25, 0.6), 'Panda (7)': (7, 1.3), 'random n=6': (9, 1.3),
                    'PUMA 560': (5.5, 1.3)}[name]
         add_row(table, f'inverse_dynamics, one state, {name} / pin.rnea', result, targets)
-    for name in models:
+    for name in models if 'fd' in rows else ():
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, tau = state(model, rng)
@@ -231,7 +237,7 @@ def run(repeats):
                          lambda: pin.aba(pm, data, q, qd, tau), repeats)
         add_row(table, f'forward_dynamics, one state, {name} / pin.aba', result,
                 {'random n=100': (18, 1.3)}.get(name, (16, 1.3)))
-    for name in ('PUMA 560', 'Panda (7)'):
+    for name in ('PUMA 560', 'Panda (7)') if 'rk4' in rows else ():
         model, pm = models[name], pins[name]
         data = pm.createData()
         q, qd, tau = state(model, rng)
@@ -239,7 +245,7 @@ def run(repeats):
                          lambda: rk4_pinocchio(pm, data, q, qd, tau, 1e-3), repeats)
         add_row(table, f'rk4_step (4 FD), {name} / Python RK4 around pin.aba', result,
                 {'Panda (7)': (4.5, 0.5)}.get(name, (4, 0.5)))
-    for name in ('PUMA 560', 'Panda (7)'):
+    for name in ('PUMA 560', 'Panda (7)') if 'batch' in rows else ():
         model, pm = models[name], pins[name]
         data = pm.createData()
         B = 1000
@@ -252,6 +258,17 @@ def run(repeats):
                          repeats, per=B)
         add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
                 result, {'Panda (7)': (0.55, 0.35)}.get(name, (0.4, 0.35)))
+    if 'growth' in rows:
+        growth_rows(table, models, repeats)
+    if 'counts' in rows:
+        mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
+        table.add('multiplications, one PUMA 560 inverse dynamics (papers: 636–852)', mul,
+                  None, 250, unit='')
+    return table
+
+
+def growth_rows(table, models, repeats):
+    """The rows of how the one-state cost grows with the number of joints."""
     chains = {what: chain_times(models, what, repeats) for what in ('ID', 'FD')}
     plain, fast = (t[100] / t[6] if t else None
                    for t in (chains['ID']['generated'], chains['ID'].get('numba')))
@@ -270,10 +287,6 @@ def run(repeats):
                   '(1 = linear; an aspiration: the short base is noisy)', plain, None, 1.2,
                   fast, None if fast is None else 1.2, unit='×', ratio_accelerated=fast,
                   aspiration=True)
-    mul = codegen.operation_counts(codegen.source(models['PUMA 560'], 'rnea'))['mul']
-    table.add('multiplications, one PUMA 560 inverse dynamics (papers: 636–852)', mul, None,
-              250, unit='')
-    return table
 
 
 def closed_loop_rows(table, count, duration, under_load=True):
@@ -404,6 +417,10 @@ def compile_times():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--repeats', type=int, default=15, help='samples per median (15)')
+    parser.add_argument('--rows', default=','.join(ROWS),
+                        help='comma-separated groups of dynamics rows to run, of '
+                        f'{",".join(ROWS)} (all); e.g. --rows id,batch --repeats 60 '
+                        '--skip-closed-loop for steadier ratios of those rows only')
     parser.add_argument('--compile-times', action='store_true',
                         help='first time the numba compilation, cold and cached')
     parser.add_argument('--skip-closed-loop', action='store_true',
@@ -419,7 +436,12 @@ def main():
     if pin is None:
         sys.exit('benchmarks/run.py needs Pinocchio as the yardstick: pip install pin')
     print(f'# {machine()}')
-    table = run(args.repeats)
+    rows = tuple(args.rows.split(',')) if args.rows else ()
+    unknown = set(rows) - set(ROWS)
+    if unknown:
+        parser.error(f'--rows: unknown {", ".join(sorted(unknown))} (choose from '
+                     f'{", ".join(ROWS)})')
+    table = run(args.repeats, rows)
     if not args.skip_closed_loop:
         try:
             closed_loop_rows(table, 2000, args.duration, not args.skip_under_load)
