@@ -65,7 +65,7 @@ except ImportError:      # the accelerator is optional
     numba = None
 
 WIDTH = 32                 # model columns, then SCRATCH columns of working memory
-SCRATCH = 21
+SCRATCH = 20
 """Columns of the packed model; row i < n is link i, row n holds the global data:
 row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
@@ -733,12 +733,12 @@ def rot_gen(r, b):
 
 def aba_into(P, q, qd, tau, w, wrench, out, S):
     """Articulated-body q̈ into out (n,) (RBDA Table 7.1, spatial vectors [ω; v]).
-    S is (n, ≥ 21) scratch per link: 0-5 the body's own bias force v ×f (I v) [n; f],
-    6-9 c (its nonzero entries), 10-15 U, 16 D, 17 u, 18 cos, 19 sin, 20 τ − friction
-    (in pass 1, by the model's kind of friction as in `add_friction`, so that pass 2
-    carries no friction law; the articulated inertias pass from child to parent in local
-    variables). The tip wrench w (6,) if `wrench`. False if an input or the result is not
-    finite, or D ≤ 0."""
+    S is (n, ≥ 20) scratch per link: 0-5 the body's own bias force v ×f (I v) [n; f],
+    6-9 c (its nonzero entries), 10-15 U, 16 D, 17 u, 18 cos, 19 sin (the articulated
+    inertias pass from child to parent in local variables). The tip wrench w (6,) if
+    `wrench`. The friction by the model's kind, as in `add_friction` (measured: here, in
+    pass 2, costs less than in pass 1 or in a loop of its own). False if an input or the
+    result is not finite, or D ≤ 0."""
     n = q.shape[0]
     G = P[n]
     wx = wy = wz = 0.0                       # spatial velocity of body i-1 in its frame
@@ -750,13 +750,6 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         qi = q[i]
         qdi = qd[i]
         check += qi + qdi + tau[i]
-        if kind == FRICTION_NONE:            # the net effort τ − friction
-            S[i, 20] = tau[i]
-        elif kind == FRICTION_PLAIN:
-            sign = (1.0 if qdi > 0.0 else 0.0) - (1.0 if qdi < 0.0 else 0.0)
-            S[i, 20] = tau[i] - (qdi * r[26] + sign * r[27])
-        else:
-            S[i, 20] = tau[i] - _friction(r, qdi)
         w0, w1, w2 = r0t(r, wx, wy, wz)
         v0, v1, v2 = r0t(r, vx, vy, vz)
         px, py, pz = r[9], r[10], r[11]
@@ -830,7 +823,12 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         pn0, pn1, pn2 = s_[0] + cn0, s_[1] + cn1, s_[2] + cn2
         pf0, pf1, pf2 = s_[3] + cf0, s_[4] + cf1, s_[5] + cf2
         prismatic = r[14] != 0.0
-        net = s_[20]
+        net = tau[i]                         # minus friction, by the model's kind
+        if kind == FRICTION_PLAIN:
+            v = qd[i]
+            net -= v * r[26] + ((1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)) * r[27]
+        elif kind != FRICTION_NONE:
+            net -= _friction(r, qd[i])
         if prismatic:                        # U = IA e_5, D = IA[5, 5] + armature
             u0, u1, u2, u3, u4, u5 = b[2], b[5], b[8], mxz, myz, mzz
             d = mzz + r[25]
