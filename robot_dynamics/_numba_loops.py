@@ -416,12 +416,23 @@ _KERNELS_BEGIN = '# ' + '-' * 70 + ' kernels'
 FRICTION_NONE, FRICTION_PLAIN, FRICTION_LAWS = 0.0, 1.0, 2.0     # packed row n, column 15
 
 
+def _tanh(x):
+    """tanh x to 3 ulp, in half the time of libm's (the tanh friction law in a batch):
+    (1 − e)/(1 + e), e = exp(−2|x|) ≤ e⁻¹ (no cancellation), for |x| ≥ 0.5; libm below."""
+    ax = abs(x)
+    if ax < 0.5:
+        return math.tanh(x)
+    e = math.exp(-2.0 * ax)
+    return math.copysign((1.0 - e) / (1.0 + e), x)
+
+
 def _friction(r, v):
     """The joint's friction law (dynamics.friction_laws, the same operations in the same
-    order) from its packed row; no branch on the sign of v (a batch's velocities change
-    sign at random: a mispredicted branch per joint costs more than the law)."""
+    order, tanh to 3 ulp) from its packed row; no branch on the sign of v (a batch's
+    velocities change sign at random: a mispredicted branch per joint costs more than the
+    law)."""
     sign = (1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)      # selects
-    s = math.tanh(v / r[30]) if r[31] != 0.0 else sign
+    s = _tanh(v / r[30]) if r[31] != 0.0 else sign
     tau = r[26] * v + (s if s > 0.0 else 0.0) * r[27] + (s if s < 0.0 else 0.0) * r[28]
     if r[29] != 0.0:
         tau += r[29] * math.exp(-(v / r[30]) ** 2) * sign
@@ -447,7 +458,7 @@ def add_friction(P, qd, out):
             r = P[i]
             v = qd[i]
             sign = (1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)
-            s = math.tanh(v / r[30]) if r[31] != 0.0 else sign
+            s = _tanh(v / r[30]) if r[31] != 0.0 else sign
             tau = r[26] * v + (s if s > 0.0 else 0.0) * r[27] + (s if s < 0.0 else 0.0) * r[28]
             if r[29] != 0.0:
                 tau += r[29] * math.exp(-(v / r[30]) ** 2) * sign
@@ -1012,8 +1023,8 @@ def rk4_one(P, q, qd, tau, dt, out):
     return True
 
 
-_KERNELS = (_friction, add_friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one,
-            bias_one, gravity_one,
+_KERNELS = (_tanh, _friction, add_friction, r0t, r0, rnea_into, _fits, rnea_one,
+            rnea_wrench_one, bias_one, gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)
