@@ -193,7 +193,9 @@ def test_link_frames_and_tool_pose_match_pinocchio(all_arms, name, rng):
                           kinematics.tool_pose(model, q, tool))
     for b in range(len(q)):
         poses = arm.poses(q[b])
-        assert_close(links[b], np.array([poses[f] for f in arm.links]), f'{name} link frames')
+        expected = np.array([poses[f] for f in arm.links])
+        assert_close(links[b], expected, f'{name} link frames in a batch')
+        assert_close(kinematics.link_poses(model, q[b]), expected, f'{name} link frames')
         assert_close(tips[b], poses[arm.links[-1]], f'{name} tip pose')
         assert_close(tools[b], poses[tool_frame], f'{name} tool pose')
         assert_close(kinematics.tool_pose(model, q[b], tool), poses[tool_frame],
@@ -363,6 +365,7 @@ def test_dynamics_forward_kinematics_and_jacobian_are_the_kinematics(rng):
 
 @pytest.mark.parametrize('name', sorted(CHAINS))
 def test_batch_equals_stacked_single_states(name, rng):
+    """One state runs on Python floats, a batch on numpy arrays: the same to rounding."""
     model = CHAINS[name]
     q, qd = rng.uniform(-1.0, 1.0, (5, model.n)), rng.uniform(-2.0, 2.0, (5, model.n))
     tool = random_transform(rng)
@@ -380,7 +383,7 @@ def test_batch_equals_stacked_single_states(name, rng):
         batch = call(q, qd)
         single = np.array([call(q[b], qd[b]) for b in range(len(q))])
         assert batch.shape == single.shape, what
-        np.testing.assert_allclose(batch, single, rtol=0, atol=1e-15, err_msg=what)
+        np.testing.assert_allclose(batch, single, rtol=0, atol=1e-13, err_msg=what)
     # one q̇ for a batch of q, and per-sample tools and points
     np.testing.assert_allclose(kinematics.jacobian_dot_qd(model, q, qd[0]),
                                kinematics.jacobian_dot_qd(model, q, np.tile(qd[0], (5, 1))),
@@ -388,7 +391,27 @@ def test_batch_equals_stacked_single_states(name, rng):
     tools = np.array([random_transform(rng) for _ in q])
     np.testing.assert_allclose(kinematics.jacobian(model, q, tool=tools),
                                [kinematics.jacobian(model, q[b], tool=tools[b]) for b in range(5)],
-                               atol=1e-15)
+                               atol=1e-13)
+
+
+def test_lists_and_non_finite_states(rng):
+    """A list of floats is one state; NaN or inf in q gives NaN (no exception), as the
+    rest of the core does."""
+    model = CHAINS['stanford']
+    q = rng.uniform(-1.0, 1.0, model.n)
+    np.testing.assert_array_equal(kinematics.jacobian(model, q.tolist()),
+                                  kinematics.jacobian(model, q))
+    np.testing.assert_allclose(kinematics.jacobian(model, [q.tolist()])[0],
+                               kinematics.jacobian(model, q), atol=1e-13)
+    for bad in (np.nan, np.inf):
+        q_bad = q.copy()
+        q_bad[1] = bad
+        for result in (kinematics.link_poses(model, q_bad), kinematics.tool_pose(model, q_bad),
+                       kinematics.jacobian(model, q_bad),
+                       kinematics.jacobian_dot_qd(model, q_bad, q)):
+            assert np.isnan(result).any()
+    qd_bad = np.full(model.n, np.nan)
+    assert np.isnan(kinematics.jacobian_dot_qd(model, q, qd_bad)).all()
 
 
 def test_shapes(rng):
