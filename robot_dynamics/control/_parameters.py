@@ -60,3 +60,18 @@ def damping_choice(prefix, damping, damping_ratio, n, what='values'):
         return per_axis(f'{prefix}.damping', damping, n, what=what), None
     ratio = 1.0 if damping_ratio is None else damping_ratio
     return None, number(f'{prefix}.damping_ratio', ratio)
+
+
+def finite_vector(name, values, n):
+    """n finite numbers (any sign) as a float array (n,)."""
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name}: expected {n} numbers, got {values!r}') from None
+    if array.shape != (n,):
+        raise ValueError(f'{name}: expected {n} values, got shape {array.shape}')
+    for i, v in enumerate(array):
+        if not math.isfinite(v):
+            raise ValueError(f'{name}[{i}]: must be finite, got {v}')
+    array.setflags(write=False)
+    return array
