@@ -7,14 +7,37 @@ Sources: the damping design of Albu-Schäffer A., Ott C., Frese U., Hirzinger G.
 arms", Proc. IEEE ICRA 2003, pp. 3704–3709, and Ott C. 2008, "Cartesian Impedance Control of
 Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49, §3.3; the
 Christoffel factorisation of C with Ṁ − 2C skew-symmetric: Slotine J.-J. E., Li W. 1987,
-"On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59.
+"On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59; the
+mass matrix as a sum over the links' Jacobians: Spong M. W., Hutchinson S., Vidyasagar M.
+2006, "Robot Modeling and Control", Wiley, §7.2 (eq. 7.48).
 """
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics import algorithms, dynamics
 
-_ZERO_GRAVITY = np.zeros(3)
+
+def mass_matrix(model, q):
+    """M(q) (n, n) of one state as Σ_k m_k J_vkᵀ J_vk + J_ωkᵀ R_k I_k R_kᵀ J_ωk + armature
+    (Spong et al. eq. 7.48), J_vk, J_ωk the Jacobians of link k's centre of mass: the
+    same matrix as `dynamics.mass_matrix` (n Newton–Euler passes, [WAL] method 1) from one
+    pass over the link poses and a few array products, several times faster for the
+    compliant laws, which need M at every control period."""
+    ch = model.chain
+    Rb, pb = algorithms.body_poses(ch, np.asarray(q, dtype=float)[None, :])
+    Rb, pb = Rb[0], pb[0]
+    n = pb.shape[0]
+    z = Rb[:, :, 2]                                       # joint axes (base frame)
+    c = pb + np.einsum('nij,nj->ni', Rb, ch.com)          # centres of mass
+    lower = np.tril(np.ones((n, n)))                      # [k, i]: joint i moves link k
+    prismatic = ch.prismatic[None, :, None]
+    Jv = np.where(prismatic, z[None], np.cross(z[None], c[:, None, :] - pb[None])) \
+        * lower[:, :, None]                               # (k, i, 3)
+    Jw = np.where(prismatic, 0.0, z[None]) * lower[:, :, None]
+    inertia = Rb @ ch.inertia @ np.swapaxes(Rb, 1, 2)
+    M = (np.einsum('k,kia,kja->ij', ch.mass, Jv, Jv)
+         + np.einsum('kia,kab,kjb->ij', Jw, inertia, Jw))
+    return 0.5 * (M + M.T) + np.diag(model.armature)
 
 
 def damping_from_ratio(inertia, stiffness, ratio):
@@ -43,20 +66,21 @@ def damping_from_ratio(inertia, stiffness, ratio):
 def coriolis_product(model, q, qd, v):
     """C(q, q̇) v with C from the Christoffel symbols of the first kind (Ṁ − 2C is
     skew-symmetric). Those symbols are symmetric in their two velocity indices, so C(q, q̇) v
-    is the polarisation of h(x) = C(q, x) x (Newton–Euler at zero gravity and acceleration):
-    C(q, q̇) v = ¼ [h(q̇ + v) − h(q̇ − v)]. Two rigid-body Newton–Euler passes, no friction."""
-    q, qd, v = (np.asarray(x, dtype=float) for x in (q, qd, v))
-    qb = np.stack([q, q])
-    qdb = np.stack([qd + v, qd - v])
-    h = algorithms.rnea(model.chain, qb, qdb, np.zeros_like(qb), _ZERO_GRAVITY)
-    return 0.25 * (h[0] - h[1])
+    is the polarisation of h(x) = C(q, x) x: C(q, q̇) v = ¼ [h(q̇ + v) − h(q̇ − v)], h from
+    two Newton–Euler calls (gravity cancels in the difference, friction is taken out)."""
+    qd = np.asarray(qd, dtype=float)
+    v = np.asarray(v, dtype=float)
+    plus, minus = qd + v, qd - v
+    return 0.25 * ((dynamics.bias_forces(model, q, plus) - dynamics.friction_laws(model, plus))
+                   - (dynamics.bias_forces(model, q, minus)
+                      - dynamics.friction_laws(model, minus)))
 
 
 def velocity_product(model, q, qd):
-    """C(q, q̇) q̇: the Coriolis and centrifugal efforts (Newton–Euler at zero gravity and
-    acceleration, no friction)."""
-    q, qd = (np.asarray(x, dtype=float)[None, :] for x in (q, qd))
-    return algorithms.rnea(model.chain, q, qd, np.zeros_like(q), _ZERO_GRAVITY)[0]
+    """C(q, q̇) q̇: the Coriolis and centrifugal efforts (Newton–Euler at zero acceleration,
+    gravity and friction taken out)."""
+    return (dynamics.bias_forces(model, q, qd) - dynamics.gravity_torques(model, q)
+            - dynamics.friction_laws(model, qd))
 
 
 def smoothed_friction(model, qd, smoothing):

@@ -30,7 +30,7 @@ import numpy as np
 from robot_dynamics import dynamics
 from robot_dynamics.control._parameters import damping_choice, number, one_of, per_joint
 from robot_dynamics.control._terms import (coriolis_product, damping_from_ratio,
-                                           smoothed_friction)
+                                           mass_matrix, smoothed_friction)
 from robot_dynamics.control.gravity_compensation import DEFAULT_FRICTION_SMOOTHING
 
 FEEDFORWARDS = ('none', 'coriolis', 'inverse_dynamics')
@@ -56,27 +56,29 @@ class JointImpedanceLaw:
         self.friction_smoothing = number(f'{prefix}.friction_smoothing', friction_smoothing,
                                          positive=True)
 
-    def damping_matrix(self, q):
+    def damping_matrix(self, q, M=None):
         """D (n, n) at q: diag(damping), or 2ζ (M(q) # K)."""
         if self.damping is not None:
             return np.diag(self.damping)
-        M = dynamics.mass_matrix(self.model, q)
+        M = mass_matrix(self.model, q) if M is None else M
         return damping_from_ratio(M, self.stiffness, self.damping_ratio)
 
     def effort(self, q, qd, q_ref, qd_ref, qdd_ref):
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         q_ref = np.asarray(q_ref, dtype=float)
-        qd_ref = np.asarray(qd_ref, dtype=float)
+        qd_error = np.asarray(qd_ref, dtype=float) - qd
         tau = self.stiffness * (q_ref - q) + dynamics.gravity_torques(self.model, q)
+        M = None
         if self.damping is not None:
-            tau = tau + self.damping * (qd_ref - qd)
+            tau = tau + self.damping * qd_error
         else:
-            tau = tau + self.damping_matrix(q) @ (qd_ref - qd)
+            M = mass_matrix(self.model, q)
+            tau = tau + damping_from_ratio(M, self.stiffness, self.damping_ratio) @ qd_error
         if self.feedforward != 'none':
             tau = tau + coriolis_product(self.model, q, qd, qd_ref)
         if self.feedforward == 'inverse_dynamics':
-            qdd_ref = np.asarray(qdd_ref, dtype=float)
-            tau = (tau + dynamics.mass_matrix(self.model, q) @ qdd_ref
+            M = mass_matrix(self.model, q) if M is None else M
+            tau = (tau + M @ np.asarray(qdd_ref, dtype=float)
                    + smoothed_friction(self.model, qd_ref, self.friction_smoothing))
         return tau
