@@ -5,11 +5,11 @@ the model's friction with its sign smoothed near zero velocity.
 Sources: the damping design of Albu-Schäffer A., Ott C., Frese U., Hirzinger G. 2003,
 "Cartesian impedance control of redundant robots: recent results with the DLR-light-weight-
 arms", Proc. IEEE ICRA 2003, pp. 3704–3709, and Ott C. 2008, "Cartesian Impedance Control of
-Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49, §3.3; the
+Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49; the
 Christoffel factorisation of C with Ṁ − 2C skew-symmetric: Slotine J.-J. E., Li W. 1987,
 "On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59; the
 mass matrix as a sum over the links' Jacobians: Spong M. W., Hutchinson S., Vidyasagar M.
-2006, "Robot Modeling and Control", Wiley, §7.2 (eq. 7.48).
+2006, "Robot Modeling and Control", Wiley, ch. 7 (the kinetic energy of an n-link arm).
 """
 
 import numpy as np
@@ -19,7 +19,7 @@ from robot_dynamics import algorithms, dynamics
 
 def mass_matrix(model, q):
     """M(q) (n, n) of one state as Σ_k m_k J_vkᵀ J_vk + J_ωkᵀ R_k I_k R_kᵀ J_ωk + armature
-    (Spong et al. eq. 7.48), J_vk, J_ωk the Jacobians of link k's centre of mass: the
+    (Spong et al., ch. 7), J_vk, J_ωk the Jacobians of link k's centre of mass: the
     same matrix as `dynamics.mass_matrix` (n Newton–Euler passes, [WAL] method 1) from one
     pass over the link poses and a few array products, several times faster for the
     compliant laws, which need M at every control period."""

@@ -26,7 +26,7 @@ J. Dyn. Sys. Meas. Control 107(1):1–24; Khatib O. 1987, "A unified approach fo
 force control of robot manipulators: The operational space formulation", IEEE J. Robotics
 and Automation 3(1):43–53 (Λ, the dynamically consistent null-space projector, the
 feed-forward); Ott C. 2008, "Cartesian Impedance Control of Redundant and Flexible-Joint
-Robots", Springer STAR 49, ch. 3 (null-space stiffness, damping design, quaternion
+Robots", Springer STAR 49 (null-space stiffness, damping design, quaternion
 orientation error); Albu-Schäffer A., Ott C., Hirzinger G. 2007, "A unified passivity-based
 control framework for position, torque and impedance control of flexible joint robots",
 Int. J. Robotics Research 26(1):23–39; Nakamura Y., Hanafusa H. 1986, "Inverse kinematic

@@ -20,7 +20,7 @@ J. Dyn. Sys. Meas. Control 107(1):1–24; Albu-Schäffer A., Ott C., Hirzinger G
 unified passivity-based control framework for position, torque and impedance control of
 flexible joint robots", Int. J. Robotics Research 26(1):23–39 (joint impedance on a
 gravity-compensated arm, its passivity); Ott C. 2008, "Cartesian Impedance Control of
-Redundant and Flexible-Joint Robots", Springer STAR 49, §3.3 (damping design); Slotine
+Redundant and Flexible-Joint Robots", Springer STAR 49 (damping design); Slotine
 J.-J. E., Li W. 1987, "On the adaptive control of robot manipulators", Int. J. Robotics
 Research 6(3):49–59 (the C(q, q̇) q̇_d feed-forward).
 """

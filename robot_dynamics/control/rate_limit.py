@@ -7,8 +7,8 @@ It bounds the jerk a law switch, a target jump or a new gain sends to the drives
 "effort rate limit" of drive commissioning); it adds at most a ramp of |Δτ| / r seconds.
 
 Source: the rate limiter of sampled control, e.g. Åström K. J., Wittenmark B. 1997,
-"Computer-Controlled Systems: Theory and Design", 3rd ed., Prentice Hall, §9.4 (actuator
-saturation and rate limits).
+"Computer-Controlled Systems: Theory and Design", 3rd ed., Prentice Hall (actuator
+saturation and rate limits in sampled loops).
 """
 
 import numpy as np
