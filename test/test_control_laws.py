@@ -431,21 +431,3 @@ def test_a_ramp_through_the_rate_limiter_takes_the_change_over_the_rate():
     np.testing.assert_allclose(outputs[99], [10.0, -10.0], atol=1e-9)
     np.testing.assert_allclose(outputs[100:], [[10.0, -10.0]] * 20)
 
-
-@pytest.mark.parametrize('preset', ['panda', 'puma560', 'stanford', 'sasaki6'])
-def test_the_laws_mass_matrix_equals_the_newton_euler_one(preset):
-    """The Jacobian-sum M(q) of the laws (`_terms.mass_matrix`) equals
-    dynamics.mass_matrix (n Newton–Euler passes), with a payload and a prismatic joint
-    (Stanford arm)."""
-    import warnings
-    from robot_dynamics.control._terms import mass_matrix
-    from robot_dynamics.model import ModelWarning
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ModelWarning)
-        model = RobotModel.from_yaml(f'{REPO}/config/{preset}.yaml')
-    rng = np.random.default_rng(4)
-    for m in (model, model.with_payload(1.5, (0.01, 0.02, 0.05))):
-        for q in rng.uniform(-2.0, 2.0, (5, m.n)):
-            expected = dynamics.mass_matrix(m, q)
-            np.testing.assert_allclose(mass_matrix(m, q), expected,
-                                       atol=1e-12 * np.max(np.abs(expected)))

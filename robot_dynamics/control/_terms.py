@@ -7,37 +7,12 @@ Sources: the damping design of Albu-Schäffer A., Ott C., Frese U., Hirzinger G.
 arms", Proc. IEEE ICRA 2003, pp. 3704–3709, and Ott C. 2008, "Cartesian Impedance Control of
 Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49; the
 Christoffel factorisation of C with Ṁ − 2C skew-symmetric: Slotine J.-J. E., Li W. 1987,
-"On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59; the
-mass matrix as a sum over the links' Jacobians: Spong M. W., Hutchinson S., Vidyasagar M.
-2006, "Robot Modeling and Control", Wiley, ch. 7 (the kinetic energy of an n-link arm).
+"On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59.
 """
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics
-
-
-def mass_matrix(model, q):
-    """M(q) (n, n) of one state as Σ_k m_k J_vkᵀ J_vk + J_ωkᵀ R_k I_k R_kᵀ J_ωk + armature
-    (Spong et al., ch. 7), J_vk, J_ωk the Jacobians of link k's centre of mass: the
-    same matrix as `dynamics.mass_matrix` (n Newton–Euler passes, [WAL] method 1) from one
-    pass over the link poses and a few array products, several times faster for the
-    compliant laws, which need M at every control period."""
-    ch = model.chain
-    Rb, pb = algorithms.body_poses(ch, np.asarray(q, dtype=float)[None, :])
-    Rb, pb = Rb[0], pb[0]
-    n = pb.shape[0]
-    z = Rb[:, :, 2]                                       # joint axes (base frame)
-    c = pb + np.einsum('nij,nj->ni', Rb, ch.com)          # centres of mass
-    lower = np.tril(np.ones((n, n)))                      # [k, i]: joint i moves link k
-    prismatic = ch.prismatic[None, :, None]
-    Jv = np.where(prismatic, z[None], np.cross(z[None], c[:, None, :] - pb[None])) \
-        * lower[:, :, None]                               # (k, i, 3)
-    Jw = np.where(prismatic, 0.0, z[None]) * lower[:, :, None]
-    inertia = Rb @ ch.inertia @ np.swapaxes(Rb, 1, 2)
-    M = (np.einsum('k,kia,kja->ij', ch.mass, Jv, Jv)
-         + np.einsum('kia,kab,kjb->ij', Jw, inertia, Jw))
-    return 0.5 * (M + M.T) + np.diag(model.armature)
+from robot_dynamics import dynamics
 
 
 def damping_from_ratio(inertia, stiffness, ratio):

@@ -42,7 +42,7 @@ import numpy as np
 from robot_dynamics import dynamics, kinematics
 from robot_dynamics.control._parameters import (damping_choice, finite_vector, number,
                                                 per_axis, per_joint)
-from robot_dynamics.control._terms import damping_from_ratio, mass_matrix, velocity_product
+from robot_dynamics.control._terms import damping_from_ratio, velocity_product
 
 QUATERNION_TOLERANCE = 1e-3     # |‖q‖ − 1| accepted in a target
 DEFAULT_MAX_TARGET_STEP = (0.1, 0.5)        # m, rad
@@ -200,7 +200,7 @@ class CartesianImpedanceLaw:
     def task_inertia(self, q, J=None, M=None):
         """(Λ (6, 6) damped, J (6, n), M (n, n), M⁻¹Jᵀ (n, 6)) at q."""
         J = kinematics.jacobian(self.model, q, self.tool) if J is None else J
-        M = mass_matrix(self.model, q) if M is None else M
+        M = dynamics.mass_matrix(self.model, q) if M is None else M
         Minv_Jt = np.linalg.solve(M, J.T)
         inverse = J @ Minv_Jt
         s, U = np.linalg.eigh(0.5 * (inverse + inverse.T))

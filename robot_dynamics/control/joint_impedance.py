@@ -30,7 +30,7 @@ import numpy as np
 from robot_dynamics import dynamics
 from robot_dynamics.control._parameters import damping_choice, number, one_of, per_joint
 from robot_dynamics.control._terms import (coriolis_product, damping_from_ratio,
-                                           mass_matrix, smoothed_friction)
+                                           smoothed_friction)
 from robot_dynamics.control.gravity_compensation import DEFAULT_FRICTION_SMOOTHING
 
 FEEDFORWARDS = ('none', 'coriolis', 'inverse_dynamics')
@@ -60,7 +60,7 @@ class JointImpedanceLaw:
         """D (n, n) at q: diag(damping), or 2ζ (M(q) # K)."""
         if self.damping is not None:
             return np.diag(self.damping)
-        M = mass_matrix(self.model, q) if M is None else M
+        M = dynamics.mass_matrix(self.model, q) if M is None else M
         return damping_from_ratio(M, self.stiffness, self.damping_ratio)
 
     def effort(self, q, qd, q_ref, qd_ref, qdd_ref):
@@ -73,12 +73,12 @@ class JointImpedanceLaw:
         if self.damping is not None:
             tau = tau + self.damping * qd_error
         else:
-            M = mass_matrix(self.model, q)
+            M = dynamics.mass_matrix(self.model, q)
             tau = tau + damping_from_ratio(M, self.stiffness, self.damping_ratio) @ qd_error
         if self.feedforward != 'none':
             tau = tau + coriolis_product(self.model, q, qd, qd_ref)
         if self.feedforward == 'inverse_dynamics':
-            M = mass_matrix(self.model, q) if M is None else M
+            M = dynamics.mass_matrix(self.model, q) if M is None else M
             tau = (tau + M @ np.asarray(qdd_ref, dtype=float)
                    + smoothed_friction(self.model, qd_ref, self.friction_smoothing))
         return tau
