@@ -40,7 +40,9 @@ class EffortRateLimiter:
     def last(self):
         return None if self._last is None else self._last.copy()
 
-    def limit(self, tau):
+    def limit(self, tau, dt=None):
+        """τ moved from the last output by at most rate·period per joint (rate·dt when `dt`,
+        the time since the last output in s, is given: a cycle that came late)."""
         tau = np.asarray(tau, dtype=float)
         if self._last is None:
             out = tau.copy()
@@ -48,6 +50,8 @@ class EffortRateLimiter:
             if self._step.size not in (1, tau.size):
                 raise ValueError(f'effort_rate_limit: {self._step.size} rates for '
                                  f'{tau.size} efforts')
-            out = self._last + np.clip(tau - self._last, -self._step, self._step)
+            step = self._step if dt is None else np.where(
+                self.rate > 0.0, self.rate * max(float(dt), 0.0), np.inf)
+            out = self._last + np.clip(tau - self._last, -step, step)
         self._last = out
         return out.copy()
