@@ -125,11 +125,17 @@ class OwnEngine:
         if self.stops is not None and self.stops.any:
             self.stops.gains(model, np.asarray(q, dtype=float), self.dt)
 
-    def set_model(self, model):
-        """A new model (payload): binds its kernels now."""
+    def prepare_model(self, model):
+        """A new model (payload): binds its kernels now (the new model shares the old
+        one's compiled kernels: microseconds); `use_model` switches to it."""
         zero = np.zeros(model.n)
         self._step(model, zero, zero, zero, self.dt)
+
+    def use_model(self, model, prepared=None):
         self.model = model
+
+    def set_gravity(self, gravity):
+        """The own engine takes gravity from the model (`RobotModel.with_gravity`)."""
 
     def frames(self):
         if self._frames is None:
