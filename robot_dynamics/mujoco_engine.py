@@ -260,7 +260,8 @@ def joint_addresses(mj, joints):
                              f'(its joints: {", ".join(n for n in names if n) or "none"}): '
                              'every controller joint needs an MJCF joint of the same name')
         j = names.index(name)
-        if mj.jnt_type[j] not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+        if int(mj.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                       int(mujoco.mjtJoint.mjJNT_SLIDE)):
             raise ValueError(f'joint {name!r}: the MJCF joint is not a hinge or slide joint')
         qadr.append(int(mj.jnt_qposadr[j]))
         dadr.append(int(mj.jnt_dofadr[j]))
