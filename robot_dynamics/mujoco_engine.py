@@ -318,9 +318,13 @@ class MujocoEngine:
 
     @classmethod
     def from_file(cls, path, joints, dt, method='rk4', robot_model=None, log=None):
-        """On the user's MJCF file `path` (its gravity, limits, contacts and actuators;
-        the efforts are added to what its actuators apply, which are left at zero)."""
-        engine = cls(load_mjcf_file(path), joints, dt, method, robot_model=None, log=log)
+        """On the user's MJCF file `path` (its gravity, limits and contacts; its actuators
+        off: the efforts are the drives)."""
+        mj = load_mjcf_file(path)
+        # the controller's efforts are the drives: the file's actuators (e.g. a Menagerie
+        # arm's position servos) are switched off
+        mj.opt.disableflags |= int(_mujoco().mjtDisableBit.mjDSBL_ACTUATION)
+        engine = cls(mj, joints, dt, method, robot_model=None, log=log)
         engine.file = str(path)
         return engine
 

@@ -204,14 +204,18 @@ TWO_PENDULA = """<mujoco>
     <body name="free_body"><joint name="passive" type="slide" axis="1 0 0"/>
       <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/></body>
   </worldbody>
+  <actuator>
+    <general joint="a" biastype="affine" gainprm="100" biasprm="0 -100 -10"/>
+  </actuator>
 </mujoco>
 """
 
 
 def test_joints_are_mapped_by_name_and_undriven_ones_named(tmp_path):
     """MJCF joints declared b, a, passive; the controller drives [a, b]: each joint takes
-    its own effort (q̈ = τ / I about its own axis: after t, q = τ t² / (2 I)); the passive
-    joint is named in one line."""
+    its own effort (q̈ = τ / I about its own axis: after t, q = τ t² / (2 I)), the file's
+    position servo on a switched off (it would pull a back to 0); the passive joint is
+    named in one line."""
     path = tmp_path / 'two.xml'
     path.write_text(TWO_PENDULA.format(ia=2.0, ib=0.5))
     lines = []
