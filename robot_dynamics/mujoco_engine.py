@@ -299,6 +299,7 @@ class MujocoEngine:
                 'passively (no effort)')
         self.data = mujoco.MjData(mj)
         mujoco.mj_forward(mj, self.data)
+        self._bad_qacc = int(mujoco.mjtWarning.mjWARN_BADQACC)
         self._q = self._qd = None           # the arrays the last advance returned
         self._wrench = None                 # (body id, site id | -1, w (6,)) or None
 
@@ -419,12 +420,18 @@ class MujocoEngine:
         if qd is not self._qd:
             d.qvel[self.dadr] = qd
         d.qfrc_applied[self.dadr] = tau
+        unstable = d.warning[self._bad_qacc].number
         if self._wrench is None:
             mujoco.mj_step(self.mj, d, steps)
         else:
             for _ in range(steps):
                 self._apply_wrench()
                 mujoco.mj_step(self.mj, d)
+        if d.warning[self._bad_qacc].number != unstable:
+            # MuJoCo met a non-finite or huge acceleration and reset the state to the model's
+            # reference pose: the plant sees the divergence, not a jump to that pose
+            nan = np.full(len(self.qadr), np.nan)
+            return nan, nan.copy(), None, None
         self._q, self._qd = d.qpos[self.qadr], d.qvel[self.dadr]
         return self._q, self._qd, None, None
 

@@ -336,3 +336,32 @@ def test_urdf_frames_are_the_urdf_links():
         own.set_wrench(frame, w[:3], w[3:])
         np.testing.assert_allclose(own.external_effort(model, q),
                                    _mujoco_jacobian(theirs, frame).T @ w, atol=1e-12)
+
+
+def test_a_diverging_mujoco_arm_is_reported_not_reset():
+    """An effort of 1e30 N m: MuJoCo resets a state it cannot integrate to its reference
+    pose; the engine returns non-finite values instead (the plant stops on them)."""
+    model = _panda()
+    engine = me.MujocoEngine.from_robot_model(model, [f'j{i}' for i in range(7)], 1e-3)
+    q, qd, _, _ = engine.advance(model, PANDA_Q, np.zeros(7), np.full(7, 1e30), 10)
+    assert not np.isfinite(q).all() and not np.isfinite(qd).all()
+
+
+def test_a_payload_rebuilds_the_generated_model_keeping_the_state(tmp_path):
+    """prepare_model/use_model with a 3 kg payload: the last body is 3 kg heavier, the state
+    carries over; a user's MJCF refuses a payload in one line naming the file."""
+    model = _panda()
+    joints = [f'j{i}' for i in range(7)]
+    engine = me.MujocoEngine.from_robot_model(model, joints, 1e-3)
+    q, qd, _, _ = engine.advance(model, PANDA_Q, np.zeros(7),
+                                 dynamics.gravity_torques(model, PANDA_Q) + 1.0, 20)
+    heavier = model.with_payload(3.0, (0.0, 0.0, 0.05))
+    engine.use_model(heavier, engine.prepare_model(heavier))
+    assert engine.mj.body_mass[7] == pytest.approx(model.chain.mass[6] + 3.0)
+    np.testing.assert_array_equal(engine.state()[0], q)
+    np.testing.assert_array_equal(engine.state()[1], qd)
+    path = tmp_path / 'two.xml'
+    path.write_text(TWO_PENDULA.format(ia=1.0, ib=1.0))
+    user = me.MujocoEngine.from_file(path, ['a', 'b'], 1e-3)
+    with pytest.raises(ValueError, match='robot.payload.*two.xml'):
+        user.prepare_model(model)
