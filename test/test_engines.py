@@ -365,3 +365,21 @@ def test_a_payload_rebuilds_the_generated_model_keeping_the_state(tmp_path):
     user = me.MujocoEngine.from_file(path, ['a', 'b'], 1e-3)
     with pytest.raises(ValueError, match='robot.payload.*two.xml'):
         user.prepare_model(model)
+
+
+def test_the_own_stops_hold_against_a_wrench():
+    """A wrench on the tool with the Panda on gravity compensation only, for 1 s: the arm
+    moves into its stops (their effort acts) and stays within the hard end beyond them."""
+    model = _panda()
+    stops = integration.JointStops(model.position_min, model.position_max)
+    engine = engines.OwnEngine(model, 1e-3, stops=stops)
+    engine.set_wrench('tool', [0.0, 0.0, 60.0], [0.0, 0.0, 5.0])
+    q, qd = PANDA_Q.copy(), np.zeros(7)
+    peak = np.zeros(7)
+    for _ in range(100):
+        q, qd, _, p = engine.advance(model, q, qd, dynamics.gravity_torques(model, q), 10)
+        if p is not None:
+            peak = np.maximum(peak, p)
+    assert peak.any()
+    assert np.all(q >= model.position_min - stops.max_penetration - 1e-12)
+    assert np.all(q <= model.position_max + stops.max_penetration + 1e-12)
