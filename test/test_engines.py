@@ -338,9 +338,10 @@ def test_urdf_frames_are_the_urdf_links():
                                    _mujoco_jacobian(theirs, frame).T @ w, atol=1e-12)
 
 
-def test_a_diverging_mujoco_arm_is_reported_not_reset():
+def test_a_diverging_mujoco_arm_is_reported_not_reset(tmp_path, monkeypatch):
     """An effort of 1e30 N m: MuJoCo resets a state it cannot integrate to its reference
     pose; the engine returns non-finite values instead (the plant stops on them)."""
+    monkeypatch.chdir(tmp_path)              # MuJoCo writes its warning to MUJOCO_LOG.TXT
     model = _panda()
     engine = me.MujocoEngine.from_robot_model(model, [f'j{i}' for i in range(7)], 1e-3)
     q, qd, _, _ = engine.advance(model, PANDA_Q, np.zeros(7), np.full(7, 1e30), 10)
