@@ -33,7 +33,7 @@ from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.common.layering import layered_arguments
 from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
                                               command_line_parameters, mixed_list_problem,
-                                              node_name_of,
+                                              layered_origin, node_name_of,
                                               node_sections, params_files, ParamsFileError,
                                               section_applies)
 from robot_dynamics.nodes.common.ros_params import closest_name, ConfigurationError
@@ -234,8 +234,7 @@ def unknown_shared_parameters(node, args):
     node) that neither `node` nor any other node of the package declares: misspelt, or
     for no node at all. robot.* keys are left to the model, which names unknown ones. The
     file is the user's one a key came from when a launch file layered the files into one
-    (`layering.layered_origin`)."""
-    from robot_dynamics.nodes.common.layering import layered_origin
+    (`params_file.layered_origin`)."""
     unknown = []
     for path in params_files(args):
         for name in node_sections(path).get('/**', ()):
