@@ -32,7 +32,7 @@ from robot_dynamics.nodes.common.params_file import (_quoted, layered_origin, no
 
 __all__ = ['rcl_scalar', 'read_sections', 'section_matches', 'node_fqn', 'parameter_layers',
            'layered_parameters', 'layered_sections', 'write_layered_file',
-           'layered_arguments', 'layered_origin', 'EVERY_NODE']
+           'write_nodes_file', 'layered_arguments', 'layered_origin', 'EVERY_NODE']
 
 EVERY_NODE = '/**'
 WRAPPER = 'ros__parameters'
@@ -397,6 +397,28 @@ def write_layered_file(paths, node, aliases=(), overrides=None, output=None,
     else:
         with open(output, 'w', encoding='utf-8') as stream:
             stream.write(text)
+    return output
+
+
+def write_nodes_file(paths, nodes, header=''):
+    """Write, for each (fully qualified name, aliases) of `nodes`, the parameters that node
+    gets from the files `paths` layered (`layered_parameters`: later files win whatever
+    section each value is under) as a section of its own name, to a new file in the
+    temporary folder, and return its path (None if no parameter applies). For several
+    nodes in one process (`sim`): each section names one node, so no node gets another's
+    values, and each value still names the file it came from (`layered_origin`). Raises
+    ParamsFileError (one line) for a file rcl would refuse."""
+    lines = [f'# {line}' for line in header.splitlines()]
+    for node, aliases in nodes:
+        parameters = layered_parameters(paths, node, aliases)
+        if parameters:
+            lines += _section_text(node_fqn(node), parameters,
+                                   _origins(paths, node, aliases))
+    if not any(not line.startswith('#') for line in lines):
+        return None
+    handle, output = tempfile.mkstemp(prefix='robot_dynamics_nodes_', suffix='.yaml')
+    with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+        stream.write('\n'.join(lines) + '\n')
     return output
 
 
