@@ -46,7 +46,7 @@ from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
     declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
-from robot_dynamics.nodes.common.runner import (domain_in_use_message,
+from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               own_loop_after_the_model, run, StartRefused)
 
 NODE_NAME = 'plant_simulator'
@@ -619,10 +619,14 @@ def _own_loop(node):
 
 
 def _refuse_a_second_clock(node, executor, running):
-    """The plant executable with publish_clock: up to domain_check_wait wall s of
-    discovery (the executor runs meanwhile); another /clock publisher on the ROS domain
-    (another simulation, a bag played with --clock) raises StartRefused: two simulated
-    clocks on one domain drive each other's nodes."""
+    """The plant executable with publish_clock: the domain's simulation lock
+    (`runner.lock_domain`: another simulation of this machine starting at the same
+    moment), then up to domain_check_wait wall s of discovery (the executor runs
+    meanwhile); another /clock publisher on the ROS domain (another simulation, a bag
+    played with --clock) raises StartRefused: two simulated clocks on one domain drive
+    each other's nodes. domain_check_wait 0: neither."""
+    if node.domain_check_wait > 0.0:
+        node.domain_lock = lock_domain()     # a simulation starting at the same moment
     deadline = time.monotonic() + node.domain_check_wait
     while running() and node.context.ok():
         if node.count_publishers('/clock') > 1:          # ours and another

@@ -66,7 +66,8 @@ from robot_dynamics.nodes.common.layering import EVERY_NODE, node_fqn, write_nod
 from robot_dynamics.nodes.common.params_file import (check_params_files, error_source,
                                                      node_name_of, node_sections,
                                                      ParamsFileError)
-from robot_dynamics.nodes.common.runner import (domain_in_use_message, ros_session,
+from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
+                                              ros_session, StartRefused,
                                               warn_unknown_parameters)
 from robot_dynamics.nodes.common.ros_params import (
     as_float, as_floats, as_string, closest_name, ConfigurationError, declare)
@@ -749,6 +750,19 @@ def _main(args):
     """The run, once the parameter files are layered (`args.rcl_args`: one section per
     node, later files winning)."""
     logger = rclpy.logging.get_logger('sim')
+    try:
+        lock = lock_domain()       # held for the run: a simulation starting at this moment
+    except StartRefused as error:  # on the same domain is refused, as this one would be
+        logger.error(str(error))
+        return 1
+    try:
+        return _run_locked(args, logger)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _run_locked(args, logger):
     try:
         with ros_session(['sim', *args.rcl_args]) as stop:
             topics = other_simulations(None, running=stop.running)
