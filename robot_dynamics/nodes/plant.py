@@ -40,6 +40,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import integration
+from robot_dynamics.model_checks import singular_mass_matrix_message
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
@@ -78,6 +79,9 @@ class PlantSimulator(Node):
         self._declare_parameters()
         if self.drives_compensate_gravity:   # g(q) added to every command: weightless
             self.model = model.with_gravity((0.0, 0.0, 0.0))
+        singular = singular_mass_matrix_message(self.model)   # no forward dynamics
+        if singular:
+            raise ConfigurationError(f'robot: {singular}')
         n = self.model.n
         self._step = integration.METHODS[self.method]
         self._stops = None
