@@ -16,22 +16,31 @@ controller's quintic segments reproduce the profile exactly).
     python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
     python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
 
-The parameter files, in rcl's order (a later file wins): the robot file, the demo move
-derived from it (a temporary file), the robot's own demo file (sim_<name>.yaml beside the
-robot file <name>.yaml, if there is one: config/sim_puma560.yaml), the node settings
-(config/sim.yaml or --sim-params-file). A wrong value is named with the file it came from.
+The parameter files, layered per node (`parameter_files`; a later file wins, whatever
+section a value is under, doc/parameters-layering.md): the shipped node settings
+config/sim.yaml (defaults), the robot file, the demo move derived from it (a temporary
+file), the robot's own demo file (sim_<name>.yaml beside the robot file <name>.yaml, if
+there is one: config/sim_puma560.yaml), --sim-params-file (instead of config/sim.yaml),
+the --ros-args --params-file files. rcl gets one file with a section per node
+(`layering.write_nodes_file`). A wrong value is named with the file it came from; a key
+no node has, with the closest name (as the node executables do).
 
 `--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
-node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
-that no node has is named in a warning. Another process publishing on a topic the
-simulation listens to (e.g. a robot's /joint_states on the same ROS_DOMAIN_ID) is named in
-one warning per topic: its messages would reach the simulation. A simulation already
-running on the ROS domain (a /clock or /joint_states publisher outside this process) is
-found before this one starts (DOMAIN_CHECK_WAIT s of discovery) and refuses it in one
-line: two simulations on one domain drive each other's controllers.
+node) wins over the parameter files; a `-p` that no node has is named in a warning.
+Another process publishing on a topic the simulation listens to (e.g. a robot's
+/joint_states on the same ROS_DOMAIN_ID) is named in one warning per topic: its messages
+would reach the simulation. A second simulation on the ROS domain is refused in one line
+(two simulations on one domain drive each other's controllers): one of this machine by
+the domain's lock file (`runner.lock_domain`, held for the run; two started at the same
+moment included), one elsewhere (a /clock or /joint_states publisher outside this
+process) by DOMAIN_CHECK_WAIT s of DDS discovery before the start. A robot file whose
+mass matrix is singular (a link moving no mass: `model_checks`) is refused by the plant
+before the run, naming the link.
 
-Ctrl-C (or SIGTERM) ends the run: the tracking summary, --csv and --plot are still
-written for the run so far; exit status 128 + the signal (130 for Ctrl-C) and one line.
+Ctrl-C (or SIGTERM) ends the run (with or without --duration): the tracking summary,
+--csv and --plot are still written for the run so far; exit status 128 + the signal (130
+for Ctrl-C) and one line. With --csv or --plot the summary is over the recorded cycles
+(the CSV's rows).
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
@@ -287,11 +296,13 @@ def parse_args(argv):
     robot.add_argument('--params-file', default=None,
                        help='robot parameter file, DH or URDF (default: config/puma560.yaml)')
     parser.add_argument('--sim-params-file', default=None,
-                        help='node settings (default: config/sim.yaml), layered after the '
-                        'robot file, the derived demo move and the robot\'s own demo file')
+                        help='node settings instead of config/sim.yaml (which comes first, '
+                        'as defaults), layered after the robot file, the derived demo move '
+                        'and the robot\'s own demo file; --ros-args --params-file files '
+                        'come last')
     parser.add_argument('--duration', type=float, default=None,
-                        help='stop after this many simulated seconds and print a tracking '
-                        'summary (default: run until Ctrl-C)')
+                        help='stop after this many simulated seconds (default: run until '
+                        'Ctrl-C); either way a tracking summary is printed')
     parser.add_argument('--control-rate', type=float, default=None,
                         help='plant /joint_states rate = control rate [Hz] (default 100)')
     parser.add_argument('--integration-step', type=float, default=None,
