@@ -463,6 +463,9 @@ class PlantSimulator(Node):
                 'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
 
     def destroy_node(self):
+        lock, self.domain_lock = getattr(self, 'domain_lock', None), None
+        if lock is not None:          # the domain's simulation lock (`_refuse_a_second_clock`)
+            lock.close()
         # getattr: a start-up that failed half-way (bad parameter) has no counters yet
         if getattr(self, 'ticks', 0) and not self.publish_clock:
             stats = self.loop_statistics()
@@ -629,7 +632,7 @@ def _refuse_a_second_clock(node, executor, running):
     meanwhile); another /clock publisher on the ROS domain (another simulation, a bag
     played with --clock) raises StartRefused: two simulated clocks on one domain drive
     each other's nodes. domain_check_wait 0: neither."""
-    if node.domain_check_wait > 0.0:
+    if node.domain_check_wait > 0.0 and getattr(node, 'domain_lock', None) is None:
         node.domain_lock = lock_domain()     # a simulation starting at the same moment
     deadline = time.monotonic() + node.domain_check_wait
     while running() and node.context.ok():
