@@ -75,20 +75,26 @@ import math
 import os
 import sys
 import time
-import warnings
 
 import numpy as np
 import yaml
 
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
-from robot_dynamics.model import FRICTION_MODELS, RobotModel
+from robot_dynamics.model import FRICTION_MODELS
+from robot_dynamics.nodes.identification.common import (  # noqa: F401 - identify's names
+    EFFORT_TIMING_KEY, InputError, layered_parameters, prior_model, RECORDED_BY_KEY, _flatten,
+    _layers)
 from robot_dynamics.nodes.common.outputs import write_file
 
+INCONSISTENT_HEADER = ('# Estimated by `identify estimate --write-inconsistent`: NOT physically '
+                       'consistent\n# (see the issues below), for inspection only: do not '
+                       'load it to control the arm\n')
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 ACCELERATION_SOURCES = ('velocity', 'position')      # arm_identification's, not imported here
 
 BAD_INPUT = 2
 NOT_EXCITED = 3
+NOT_CONSISTENT = 4      # estimate: the estimate is not physically consistent
 BUG = 70                # sysexits' EX_SOFTWARE: an internal error, not bad input
 STOPPED = 130
 EXCITATION_ITERATIONS = 20   # optimal_excitation's L-BFGS iterations
@@ -97,11 +103,6 @@ CONTROLLER = '/computed_torque_controller'
 PER_LINK = {'com': 3, 'inertia': 6}    # written one link per line
 OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s own file,\n'
                  '#   --ros-args --params-file ROBOT.yaml --params-file THIS.yaml\n')
-EFFORT_TIMING_KEY = 'robot_dynamics.effort_timing'   # the bag metadata's custom_data key
-
-
-class InputError(ValueError):
-    """Bad input to `estimate`: one line, exit status 2."""
 
 
 class EstimationError(RuntimeError):
@@ -210,6 +211,10 @@ def parse_arguments(argv):
                           help='essential parameters: drop the least certain until the '
                           'largest relative standard deviation is at most RATIO times the '
                           'smallest (default: 100)')
+    estimate.add_argument('--write-inconsistent', action='store_true',
+                          dest='write_inconsistent',
+                          help='write the estimate even when it is not physically '
+                          'consistent (for inspection; exit status 4 all the same)')
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
     from robot_dynamics.nodes.identification.identify_plan import add_arguments
@@ -242,81 +247,6 @@ def parse_arguments(argv):
                 parser.error(f'--{name.replace("_", "-")}: must be finite and > 0, got '
                              f'{value}')
     return args
-
-
-# ---------------------------------------------------------------------- the prior model
-
-
-def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as the nodes layer them:
-    in each file the sections that apply to the node `node_name` (``/**``, its name,
-    ``/**/name``, ...), in the file's order, then the next file, each overriding earlier
-    values key by key (flat, dotted names). A relative robot.urdf_file is taken from its
-    file's folder."""
-    merged = {}
-    for path, flat in _layers(paths, node_name):
-        urdf_file = flat.get('robot.urdf_file')
-        if isinstance(urdf_file, str) and urdf_file and not (
-                os.path.isabs(urdf_file) or '://' in urdf_file):
-            flat['robot.urdf_file'] = os.path.join(
-                os.path.dirname(os.path.abspath(path)), urdf_file)
-        merged.update(flat)
-    robot = {key[len('robot.'):]: value for key, value in merged.items()
-             if key.startswith('robot.')}
-    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
-    return robot, others
-
-
-def _layers(paths, node_name):
-    """[(path, {dotted name: value})]: the sections of the files that apply to the node,
-    file after file, each file's in its order: the nodes' own layering
-    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
-    from robot_dynamics.nodes.common.layering import parameter_layers
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
-    try:
-        for path in paths:
-            check_params_file(path)
-        return [(path, parameters) for path, _section, parameters
-                in parameter_layers(paths, node_name or None)]
-    except ParamsFileError as error:
-        raise InputError(str(error)) from None
-
-
-def _flatten(mapping, prefix=''):
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
-def prior_model(paths, node_name=None):
-    """(RobotModel, joint names, [model warnings]) from layered parameter files;
-    InputError with one line."""
-    robot, others = layered_parameters(paths, node_name)
-    if not robot:
-        raise InputError(f'params files {" ".join(paths)}: no robot block (expected '
-                         '"/**: ros__parameters: robot: ...", e.g. config/puma560.yaml)')
-    description = others.get('robot_description')
-    if robot.get('source') == 'urdf' and description and not (
-            robot.get('urdf') or robot.get('urdf_file')):
-        robot['urdf'] = description
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            model = RobotModel.from_params(robot)
-        except ValueError as error:
-            raise InputError(f'params files {" ".join(paths)}: {error}') from None
-    joints = others.get('joints') or model.joint_names
-    if not joints:
-        raise InputError(f'params files {" ".join(paths)}: joints: missing (a list of joint '
-                         'names, in the order of the robot block)')
-    if isinstance(joints, str) or len(joints) != model.n or len(set(joints)) != model.n:
-        raise InputError(f'params files {" ".join(paths)}: joints: expected {model.n} '
-                         f'distinct names, got {joints!r}')
-    return model, tuple(joints), [str(w.message) for w in caught]
 
 
 # ---------------------------------------------------------------------- estimate
@@ -385,8 +315,11 @@ def effort_timing(args, recordings, out=print):
                          f'{sorted(found)}; estimate them separately or give --effort-timing')
     if found:
         timing = found.pop()
-        out(f'effort timing: {timing} (from the bags\' metadata, written by `identify '
-            'excite`)')
+        writers = sorted({str(r.custom_data[RECORDED_BY_KEY]) for r in recordings
+                          if r.custom_data.get(RECORDED_BY_KEY)})
+        by = (' and '.join(f'`{w}`' for w in writers) if writers
+              else 'the command that recorded them')
+        out(f'effort timing: {timing} (from the bags\' metadata, written by {by})')
         return timing
     return 'instant'
 
@@ -431,6 +364,10 @@ def estimate(args, out=print):
         options.update(payload_pieces=pieces(payload_recordings), payload={
             'mass': values[0], 'com': values[1:4],
             'inertia': values[4:10] if len(values) == 10 else [0.0] * 6})
+    useless = core.uninformative_efforts(model, joints, pieces(recordings),
+                                         scaled=bool(getattr(args, 'payload_bags', None)))
+    if useless is not None:
+        raise InputError(f'{" ".join(args.bags)}: {useless}; nothing written')
     try:
         result = core.identify(model, pieces(estimation), timing, **options)
     except RecordingError as error:
@@ -450,6 +387,12 @@ def estimate(args, out=print):
     out('physically consistent: ' + ('yes (every link\'s pseudo-inertia positive definite; '
                                      'armature and friction >= 0)' if not result.consistency
                                      else 'NO: ' + '; '.join(result.consistency)))
+    inconsistent = bool(result.consistency)
+    if inconsistent and not getattr(args, 'write_inconsistent', False):
+        out(f'not physically consistent: nothing written to {args.output} (a model with '
+            'such bodies is no arm; check that the efforts are the joint efforts, their '
+            'sign, units and timing; --write-inconsistent writes it anyway, for inspection)')
+        return NOT_CONSISTENT
     try:
         prior_errors = core.errors(model, pieces(validation), timing,
                                    accelerations=result.accelerations)
@@ -471,12 +414,17 @@ def estimate(args, out=print):
         out(line)
     section = args.output_section or '/**/' + args.node.strip('/')
     write_parameter_file(args.output, core.overrides(result.model), args, result, held,
-                         prior_errors, identified_errors, timing, section)
+                         prior_errors, identified_errors, timing, section, inconsistent)
     report = getattr(args, 'report', None) or report_path(args.output)
     write_report(report, joints, result, threshold, args)
     stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
     out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
     out(f'wrote {report}: the base parameters\' uncertainty and the essential parameters')
+    if inconsistent:
+        out(f'wrote {args.output} (section {section}): NOT physically consistent, for '
+            'inspection only (--write-inconsistent): the nodes refuse to load it unless '
+            'robot.accept_nonphysical_inertia is true; do not control the arm with it')
+        return NOT_CONSISTENT
     files = ' '.join(f'--params-file {path}' for path in args.params_files)
     out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
         f'{files} --params-file {args.output}')
@@ -490,8 +438,8 @@ def acceleration_line(result):
     chosen = result.accelerations
     fit = getattr(result, 'acceleration_fit', None) or {}
     if not getattr(result, 'velocities_recorded', True):
-        return (f'accelerations: {words[chosen]} (the recordings have no velocities: the '
-                "velocities are the positions' derivative too)")
+        return (f'accelerations: {words[chosen]} (the recordings have no measured '
+                "velocities: the velocities are the positions' derivative too)")
     if chosen not in fit or len(fit) < 2:
         return f'accelerations: {words[chosen]} (--accelerations {chosen})'
     other = next(source for source in fit if source != chosen)
@@ -636,9 +584,9 @@ def _floats_in_lists(value):
     return value
 
 
-def parameter_file_text(robot, comments=(), section='/**'):
+def parameter_file_text(robot, comments=(), section='/**', header=None):
     """The text of ``SECTION: ros__parameters: robot: ...`` with the (flat or nested) robot
-    keys, each list of one type."""
+    keys, each list of one type, after `header` (default OUTPUT_HEADER)."""
     nested = {}
     for key, value in _flatten(robot).items():
         head = nested
@@ -646,7 +594,7 @@ def parameter_file_text(robot, comments=(), section='/**'):
         for part in parts[:-1]:
             head = head.setdefault(part, {})
         head[parts[-1]] = _floats_in_lists(value)
-    lines = [OUTPUT_HEADER.rstrip('\n')] + [f'# {c}' for c in comments]
+    lines = [(header or OUTPUT_HEADER).rstrip('\n')] + [f'# {c}' for c in comments]
     lines += [f'{section}:', '  ros__parameters:', '    robot:']
 
     def emit(mapping, indent):
@@ -670,7 +618,7 @@ def _percentages(values):
 
 
 def write_parameter_file(path, robot, args, result, held, prior_errors, identified_errors,
-                         timing='instant', section='/**'):
+                         timing='instant', section='/**', inconsistent=False):
     comments = [f'prior: {" ".join(args.params_files)}',
                 f'recordings: {" ".join(args.bags)} (effort timing {timing})',
                 'accelerations from the recorded '
@@ -680,11 +628,14 @@ def write_parameter_file(path, robot, args, result, held, prior_errors, identifi
                 f'validation ({held}), relative effort error per joint: prior '
                 f'{_percentages(prior_errors.relative)}, identified '
                 f'{_percentages(identified_errors.relative)}']
+    if inconsistent:
+        comments.append('not physically consistent: ' + '; '.join(result.consistency))
     if getattr(result, 'drive_gain', None) is not None:
         comments.append('drive gains (joint effort = gain x recorded effort; the values '
                         'here are joint efforts): '
                         + ', '.join(f'{g:.6g}' for g in result.drive_gain))
-    write_file(path, parameter_file_text(robot, comments, section))
+    write_file(path, parameter_file_text(robot, comments, section,
+                                         INCONSISTENT_HEADER if inconsistent else None))
 
 
 # ---------------------------------------------------------------------- main

@@ -162,11 +162,11 @@ def check_arguments(options):
 
 def robot(options):
     """(model, joint names, other parameters) from the parameter files; PlanError."""
-    from robot_dynamics.nodes import identify
+    from robot_dynamics.nodes.identification import common
     try:
-        model, joints, _ = identify.prior_model(options.params_files, options.node)
-        _, others = identify.layered_parameters(options.params_files, options.node)
-    except identify.InputError as error:
+        model, joints, _ = common.prior_model(options.params_files, options.node)
+        _, others = common.layered_parameters(options.params_files, options.node)
+    except common.InputError as error:
         raise PlanError(str(error)) from None
     return model, joints, others
 

@@ -40,6 +40,8 @@ class PlanSender(Node):
     """Where the arm is (/joint_states), the action client, and `identify excite`'s
     recorder and goal (its methods work on any node with these attributes)."""
 
+    RECORDED_BY = 'identify plan'     # in the bag's metadata, for `identify estimate`
+
     spin = ExcitationRecorder.spin
     spin_until = ExcitationRecorder.spin_until
     start_recording = ExcitationRecorder.start_recording
