@@ -192,3 +192,62 @@ def test_the_nodes_refuse_a_negative_moment_of_inertia_unless_accepted():
     accepted, _ = robot_model(_Node(), dict(bad, accept_nonphysical_inertia=True),
                               list(JOINTS))
     assert accepted.nonphysical_inertia_accepted
+
+
+# ---------------------------------------------------------------------- libraries missing
+
+
+def identify_in_a_child(blocked, arguments, tmp_path):
+    """`identify ARGUMENTS` in a fresh interpreter in which the top-level packages
+    `blocked` cannot be imported (as if not installed); no DDS peer (own domain)."""
+    import os
+    import subprocess
+    import sys
+    from test_identify_cli import GUARD, REPO
+    code = ('import sys\n'
+            'class Block:\n'
+            '    def find_spec(self, name, path=None, target=None):\n'
+            f'        if name.split(".")[0] in {tuple(blocked)!r}:\n'
+            '            raise ModuleNotFoundError("No module named " + repr(name), '
+            'name=name)\n'
+            'sys.meta_path.insert(0, Block())\n'
+            'from robot_dynamics.nodes.identify import main\n'
+            "sys.exit(main(['identify'] + sys.argv[1:]))\n")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''),
+               ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '0'))
+    return subprocess.run([sys.executable, '-W', 'ignore', '-c', code, *arguments], env=env,
+                          capture_output=True, text=True, timeout=GUARD, cwd=tmp_path)
+
+
+@pytest.mark.parametrize('blocked, arguments, status, named', [
+    (('scipy',), ['excite', '--timeout', '1', '--record', 'bag'], 1,
+     'needs scipy: pip install scipy'),
+    (('rosbags',), ['excite', '--timeout', '1', '--record', 'bag'], 1,
+     'needs rosbags: pip install rosbags'),
+    (('scipy',), ['plan', '--params-file', PUMA, '--iterations', '0', '--output', 'p.yaml'], 1,
+     'needs scipy: pip install scipy'),
+    (('scipy',), ['plan', '--params-file', PUMA, '--send', '/arm/follow_joint_trajectory',
+                  '--timeout', '1'], 1, 'needs scipy: pip install scipy'),
+    (('rosbags',), ['plan', '--params-file', PUMA, '--send', '/arm/follow_joint_trajectory',
+                    '--record', 'bag', '--timeout', '1'], 1,
+     'needs rosbags: pip install rosbags'),
+    (('rosbags',), ['estimate', '--params-file', PUMA, '--bag', 'bag', '--output', 'o.yaml'],
+     2, 'needs the rosbags library: pip install rosbags'),
+    (('scipy', 'cvxpy'), ['estimate', '--params-file', PUMA, '--bag', 'bag', '--output',
+                          'o.yaml'], 1, 'needs scipy and cvxpy: pip install scipy cvxpy'),
+])
+def test_every_subcommand_without_a_library_ends_in_one_line(tmp_path, blocked, arguments,
+                                                             status, named):
+    """Before anything moves or is waited for: no traceback, one line naming the pip
+    command, nothing written."""
+    if 'estimate' in arguments:
+        t, q, qd, tau = motion(1.0)
+        write(tmp_path / 'bag', t, q, qd, tau)
+    done = identify_in_a_child(blocked, arguments, tmp_path)
+    assert done.returncode == status, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and named in errors[0], done.stderr
+    assert 'Traceback' not in done.stderr
+    assert not (tmp_path / 'p.yaml').exists() and not (tmp_path / 'o.yaml').exists()
+    if 'estimate' not in arguments:
+        assert not (tmp_path / 'bag').exists()

@@ -86,3 +86,22 @@ def prior_model(paths, node_name=None):
         raise InputError(f'params files {" ".join(paths)}: joints: expected {model.n} '
                          f'distinct names, got {joints!r}')
     return model, tuple(joints), [str(w.message) for w in caught]
+
+
+def missing_libraries(modules):
+    """One line naming the libraries of `modules` (e.g. 'scipy.optimize', 'rosbags') that
+    do not import and the pip command that installs them, or None when all import."""
+    import importlib
+    missing = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            cause = (getattr(error, 'name', None) or module).split('.')[0]
+            package = cause if cause in {m.split('.')[0] for m in modules} else \
+                module.split('.')[0]
+            if package not in missing:
+                missing.append(package)
+    if not missing:
+        return None
+    return f'needs {" and ".join(missing)}: pip install {" ".join(missing)}'

@@ -335,6 +335,11 @@ def run(node, options):
 
 def run_excite(argv, options):
     """main() of `identify excite`: argv (with the ROS arguments) initialises rclpy."""
+    from robot_dynamics.nodes.identification.common import missing_libraries
+    missing = missing_libraries(('scipy.optimize', 'rosbags'))
+    if missing:         # said before anything moves: planning needs scipy, the bag rosbags
+        rclpy.logging.get_logger(NODE_NAME).error(f'identify excite {missing}')
+        return 1
     try:
         with ros_session(argv) as stop:
             node = ExcitationRecorder(options, stop.running)

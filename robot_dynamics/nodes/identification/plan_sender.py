@@ -13,7 +13,6 @@ leaves an offset at rest; the server's path tolerances still apply); the outcome
 result code and the error string, in one line.
 """
 
-import importlib.util
 import time
 
 import numpy as np
@@ -189,9 +188,11 @@ def send(argv, options, model, joints, workspace):
         log.error(f'--send: {goal_sender.UNAVAILABLE} (build control_msgs, or send the '
                   '--output file with `ros2 action send_goal`: doc/identification.md)')
         return NOT_ENDED
-    if options.record is not None and importlib.util.find_spec('rosbags') is None:
-        # the bag is written after the motion: say it before
-        log.error('--record: writing the bag needs the rosbags library: pip install rosbags')
+    from robot_dynamics.nodes.identification.common import missing_libraries
+    missing = missing_libraries(('scipy.optimize',) + (('rosbags',) if options.record
+                                                        else ()))
+    if missing:         # planning needs scipy, the bag (written after the motion) rosbags
+        log.error(f'identify plan --send{" --record" if options.record else ""} {missing}')
         return NOT_ENDED
     try:
         with ros_session(argv) as stop:
