@@ -54,6 +54,7 @@ class StandInArm(Node):
         self.goals = []                       # (goal, start time [s])
         self.motion = None
         self.drift = 0.0                      # rad per state of joint_1 while no goal runs
+        self.effort = 0.0                     # every joint's effort (mock hardware's 0)
         self.publisher = self.create_publisher(JointState, '/joint_states', 50)
         self.server = ActionServer(self, FollowJointTrajectory, ACTION, self.execute)
         self.timer = self.create_timer(PERIOD, self.tick)
@@ -86,7 +87,7 @@ class StandInArm(Node):
         message = JointState(name=self.names,
                              position=[self.position[n] for n in self.names],
                              velocity=[self.velocity[n] for n in self.names],
-                             effort=[0.0] * len(self.names))
+                             effort=[self.effort] * len(self.names))
         message.header.stamp = now.to_msg()
         self.publisher.publish(message)
 
@@ -182,6 +183,34 @@ def test_the_bag_holds_the_motion(sent):
     assert np.max(np.abs(recording.q[during] - expected)) < 1e-5
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)           # every joint moved
     assert f'into {folder / "bag"}' in text
+
+
+def test_zero_efforts_are_said_at_once(sent):
+    """Mock hardware's efforts (0 where gravity loads the arm): said before the motion,
+    which is sent all the same (a rehearsal of the recipe)."""
+    code, text, _, goals = sent
+    warning = next(line for line in text.splitlines() if 'no usable efforts' in line)
+    assert "every joint's effort is 0" in warning and code == 0 and goals
+    assert text.index('no usable efforts') < text.index('goal succeeded')
+
+
+def test_nan_efforts_are_refused_before_anything_is_sent(arm, tmp_path):
+    """joint_state_broadcaster without an effort interface: NaN efforts; with --record
+    nothing is sent (the recording could not identify anything)."""
+    harness, stand_in = arm
+    count = len(stand_in.goals)
+    stand_in.effort = float('nan')
+    try:
+        process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations',
+                                 '0', '--timeout', '60', '--send', ACTION, '--record',
+                                 str(tmp_path / 'bag'))
+        code, text = finish(harness, process, output)
+    finally:
+        stand_in.effort = 0.0
+    assert code == 1, text
+    assert 'no usable efforts on /joint_states: efforts missing for' in text
+    assert 'planned' not in text and len(stand_in.goals) == count
+    assert not (tmp_path / 'bag').exists()
 
 
 def test_a_start_away_from_the_arm_is_refused_naming_the_joint(arm, tmp_path):

@@ -13,6 +13,7 @@ leaves an offset at rest; the server's path tolerances still apply); the outcome
 result code and the error string, in one line.
 """
 
+import math
 import time
 
 import numpy as np
@@ -21,6 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
+from robot_dynamics import dynamics
 from robot_dynamics.nodes.common.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.identification import identify_plan
@@ -54,6 +56,7 @@ class PlanSender(Node):
         self.joints = tuple(joints)
         self.running = running
         self._latest = {}
+        self._effort = {}                    # the last effort of each joint (NaN: none)
         self._states = self.create_subscription(JointState, options.states_topic,
                                                 self._on_joint_states, qos_profile_sensor_data)
         self.states_topic = self._states.topic_name
@@ -69,9 +72,22 @@ class PlanSender(Node):
     def _on_joint_states(self, msg):
         if len(msg.position) != len(msg.name):
             return
-        for name, position in zip(msg.name, msg.position):
+        efforts = (msg.effort if len(msg.effort) == len(msg.name)
+                   else [math.nan] * len(msg.name))
+        for name, position, effort in zip(msg.name, msg.position, efforts):
             if np.isfinite(position):
                 self._latest[name] = position
+                self._effort[name] = float(effort)
+
+    def effort_problem(self, model, q):
+        """What makes the efforts on /joint_states unusable for identification, seen in
+        the last message of each joint: (missing, all zero), each a list of joints."""
+        efforts = np.array([self._effort.get(j, math.nan) for j in self.joints])
+        missing = [j for j, e in zip(self.joints, efforts) if not math.isfinite(e)]
+        gravity = dynamics.gravity_torques(model, q)
+        zero = ([] if missing or np.any(efforts != 0.0)
+                or not np.max(np.abs(gravity)) > 1e-6 else list(self.joints))
+        return missing, zero
 
     def position(self):
         """Where the arm is (None until every joint has been seen)."""
@@ -138,6 +154,20 @@ def run(node, options, model, joints, workspace):
     start, code = start_of(node, options, log)
     if start is None:
         return code
+    missing, zero = node.effort_problem(model, start)
+    if missing and options.record is not None:
+        log.error(f'no usable efforts on {node.states_topic}: efforts missing for {missing} '
+                  '(empty or NaN: e.g. a joint_state_broadcaster without an effort state '
+                  'interface); `identify estimate` needs the efforts the drives apply: '
+                  'export them, then record; nothing sent')
+        return NOT_ENDED
+    if missing or zero:
+        log.warning(f'no usable efforts on {node.states_topic}: '
+                    + (f'efforts missing for {missing} (empty or NaN)' if missing else
+                       'every joint\'s effort is 0 where gravity loads the arm (mock '
+                       'hardware?)')
+                    + ': the recording cannot identify the arm (`identify estimate` '
+                    'needs the efforts the drives apply); sending the motion anyway')
     origin = ('--start' if options.start is not None
               else f'where {node.states_topic} says the arm is')
     try:
