@@ -213,6 +213,52 @@ def test_nan_efforts_are_refused_before_anything_is_sent(arm, tmp_path):
     assert not (tmp_path / 'bag').exists()
 
 
+def test_send_trajectory_sends_the_plan_file(arm, tmp_path):
+    """`send_trajectory --file plan.yaml` (instead of `ros2 action send_goal`, which takes
+    tens of seconds to parse a 30 s plan): the goal is the file's trajectory, the goal
+    tolerances unchecked with --goal-tolerance-unchecked; a file that does not start
+    where the arm is is not sent."""
+    harness, stand_in = arm
+    plan = tmp_path / 'plan.yaml'
+    start = [stand_in.position[j] for j in JOINTS]
+    made = subprocess.run([sys.executable, '-m', 'robot_dynamics.nodes.identify', 'plan',
+                           '--params-file', PUMA, '--duration', '2', '--iterations', '0',
+                           '--start', *map(str, start), '--output', str(plan)],
+                          env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+                          text=True, timeout=GUARD)
+    assert made.returncode == 0, made.stderr
+    count = len(stand_in.goals)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get('PYTHONPATH', '')]))
+    process = subprocess.Popen([sys.executable, '-m', 'robot_dynamics.nodes.send_trajectory',
+                                '--file', str(plan), '--action', ACTION, '--timeout', '60',
+                                '--goal-tolerance-unchecked'], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    code, text = finish(harness, process, ProcessOutput(process))
+    assert code == 0, text
+    assert len(stand_in.goals) == count + 1
+    goal = stand_in.goals[-1][0]
+    with open(plan, encoding='utf-8') as stream:
+        points = yaml.safe_load(stream)['points']
+    assert len(goal.trajectory.points) == len(points)
+    for sent_point, point in zip(goal.trajectory.points[::20], points[::20]):
+        assert list(sent_point.positions) == point['positions']
+        assert list(sent_point.velocities) == point['velocities']
+    assert [(t.name, t.position, t.velocity) for t in goal.goal_tolerance] == [
+        (j, -1.0, -1.0) for j in JOINTS]
+    stand_in.position['joint_2'] += 0.1           # no longer where the file starts
+    try:
+        process = subprocess.Popen([sys.executable, '-m',
+                                    'robot_dynamics.nodes.send_trajectory', '--file',
+                                    str(plan), '--action', ACTION, '--timeout', '60'],
+                                   env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        code, text = finish(harness, process, ProcessOutput(process))
+    finally:
+        stand_in.position['joint_2'] -= 0.1
+    assert code == 1 and 'joint_2 is at' in text and 'nothing sent' in text, text
+    assert len(stand_in.goals) == count + 1
+
+
 def test_a_start_away_from_the_arm_is_refused_naming_the_joint(arm, tmp_path):
     harness, stand_in = arm
     count = len(stand_in.goals)

@@ -287,9 +287,17 @@ def trajectory_yaml(fields, comments=()):
 
 
 def write_trajectory(path, plan, options):
+    workspace = ''
+    if options.floor is not None:
+        workspace += f' --floor {options.floor:g}'
+    for box in options.keep_out:
+        workspace += ' --keep-out ' + ' '.join(f'{v:g}' for v in box)
+    if workspace:
+        workspace += f' --clearance {options.clearance:g}'
     comments = [f'identify plan --params-file {" ".join(options.params_files)} --duration '
                 f'{options.duration:g} --rate {options.rate:g} --seed {options.seed} '
-                f'--iterations {options.iterations}',
+                f'--iterations {options.iterations} --start '
+                + ' '.join(repr(float(v)) for v in plan.q[0]) + workspace,
                 'trajectory_msgs/JointTrajectory; condition number '
                 f'{plan.excitation.condition:.4g}; starts at rest at the first point: move the '
                 'arm there first',
