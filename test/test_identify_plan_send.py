@@ -55,6 +55,8 @@ class StandInArm(Node):
         self.motion = None
         self.drift = 0.0                      # rad per state of joint_1 while no goal runs
         self.effort = 0.0                     # every joint's effort (mock hardware's 0)
+        self.clip = {}                        # joint: (low, high) the arm cannot leave
+        self.abort = False                    # the goal aborted at its end
         self.publisher = self.create_publisher(JointState, '/joint_states', 50)
         self.server = ActionServer(self, FollowJointTrajectory, ACTION, self.execute)
         self.timer = self.create_timer(PERIOD, self.tick)
@@ -68,6 +70,10 @@ class StandInArm(Node):
                        np.array([list(p.velocities) for p in trajectory.points]), done)
         self.goals.append((handle.request, self.motion[0]))
         await done
+        if self.abort:
+            handle.abort()
+            return FollowJointTrajectory.Result(error_code=-4,
+                                                error_string='path tolerance violated')
         handle.succeed()
         return FollowJointTrajectory.Result(error_code=0, error_string='')
 
@@ -77,7 +83,8 @@ class StandInArm(Node):
             began, names, times, q, qd, done = self.motion
             elapsed = min(now.nanoseconds * 1e-9 - began, times[-1])
             for j, name in enumerate(names):
-                self.position[name] = float(np.interp(elapsed, times, q[:, j]))
+                self.position[name] = float(np.clip(np.interp(elapsed, times, q[:, j]),
+                                                    *self.clip.get(name, (-9.0, 9.0))))
                 self.velocity[name] = float(np.interp(elapsed, times, qd[:, j]))
             if elapsed >= times[-1]:
                 self.motion = None
@@ -211,6 +218,32 @@ def test_nan_efforts_are_refused_before_anything_is_sent(arm, tmp_path):
     assert 'no usable efforts on /joint_states: efforts missing for' in text
     assert 'planned' not in text and len(stand_in.goals) == count
     assert not (tmp_path / 'bag').exists()
+
+
+@pytest.mark.parametrize('abort', [False, True])
+def test_a_clipped_motion_is_recorded_and_the_clipping_said(arm, tmp_path, abort):
+    """Limits tighter in the robot's URDF than in the robot file: the arm stops at them.
+    The recording is kept (also when the goal then aborts) and the clipped joint named
+    with its planned and recorded range."""
+    harness, stand_in = arm
+    low = ARM_AT[1] - 0.05                       # joint_2 cannot go lower than this
+    stand_in.clip = {'joint_2': (low, 9.0)}
+    stand_in.abort = abort
+    try:
+        process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations',
+                                 '0', '--rate', '50', '--timeout', '60', '--send', ACTION,
+                                 '--record', str(tmp_path / 'bag'))
+        code, text = finish(harness, process, output)
+    finally:
+        stand_in.clip, stand_in.abort = {}, False
+    assert code == (4 if abort else 0), text
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert recording.q[:, 1].min() >= low - 1e-9
+    warning = next(line for line in text.splitlines() if 'the motion was clipped' in line)
+    assert 'joint_2 planned [' in warning and f'recorded [{low:.4g}, ' in warning
+    assert 'joint_1 planned' not in warning and 'joint_3 planned' not in warning
+    assert 'range per joint, planned -> recorded: joint_1 [' in text
+    assert ('kept although the goal did not succeed' in text) == abort
 
 
 def test_send_trajectory_sends_the_plan_file(arm, tmp_path):

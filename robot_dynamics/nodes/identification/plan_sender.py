@@ -194,7 +194,9 @@ def run(node, options, model, joints, workspace):
              + (f', recording {node.states_topic}' if options.record else ''))
     code = node.run_goal(goal_trajectory(plan), options.timeout)
     node.stop_recording()
-    if code != 0 or options.record is None:
+    # an aborted goal moved the arm too (e.g. a path tolerance, limits the controller
+    # enforces): the recording is kept, for the user to judge
+    if code not in (0, goal_sender.FAILED) or options.record is None:
         return code
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
@@ -204,10 +206,49 @@ def run(node, options, model, joints, workspace):
     except ValueError as error:              # BagError: e.g. rosbags missing
         log.error(str(error))
         return identify_plan.BAD_INPUT
-    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}; '
-             f'next: identify estimate --params-file {" ".join(options.params_files)} '
+    ranges, clipped = recorded_ranges(options.record, joints, plan, node.states_topic)
+    log.info(ranges)
+    if clipped:
+        log.warning(clipped)
+    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}'
+             + ('' if code == 0 else ' (kept although the goal did not succeed)')
+             + f'; next: identify estimate --params-file {" ".join(options.params_files)} '
              f'--bag {options.record} --output identified.yaml')
-    return 0
+    return code
+
+
+CLIPPED = 0.02        # rad | m, and this share of the planned range: a recorded range short
+CLIPPED_SHARE = 0.05  # of the planned one by more than both at either end is said
+
+
+def recorded_ranges(folder, joints, plan, topic):
+    """(one line: the planned and recorded range of each joint, one warning naming the
+    joints whose recorded range falls short of the planned one (the motion was clipped,
+    e.g. by limits in the robot's URDF tighter than the robot file's) or '')."""
+    from robot_dynamics.joint_state_bag import BagError, read_joint_states
+    try:
+        q = read_joint_states(folder, joints, topic).q
+    except BagError as error:
+        return f'the recorded range cannot be read: {error}', ''
+    planned = np.stack((plan.q.min(axis=0), plan.q.max(axis=0)), axis=1)
+    recorded = np.stack((q.min(axis=0), q.max(axis=0)), axis=1)
+    margin = np.maximum(CLIPPED, CLIPPED_SHARE * (planned[:, 1] - planned[:, 0]))
+    short = ((recorded[:, 0] > planned[:, 0] + margin)
+             | (recorded[:, 1] < planned[:, 1] - margin))
+
+    def span(pair):
+        return f'[{pair[0]:.4g}, {pair[1]:.4g}]'
+    line = 'range per joint, planned -> recorded: ' + ', '.join(
+        f'{j} {span(p)} -> {span(r)}' for j, p, r in zip(joints, planned, recorded))
+    clipped = ''
+    if np.any(short):
+        clipped = ('the motion was clipped: ' + ', '.join(
+            f'{j} planned {span(p)}, recorded {span(r)}'
+            for j, p, r, s in zip(joints, planned, recorded, short) if s)
+            + ' (limits tighter than the robot file\'s, e.g. in the robot\'s URDF, or the '
+            'controller could not follow); the recording is kept: estimate it, or give the '
+            'robot file the limits the robot enforces and plan again')
+    return line, clipped
 
 
 def send(argv, options, model, joints, workspace):
