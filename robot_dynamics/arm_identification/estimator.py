@@ -71,7 +71,9 @@ class ArmIdentification(NamedTuple):
     ('velocity' or 'position', see `identify_arm`); acceleration_fit: {source: the RMS
     over joints of the relative residual of an ordinary least-squares fit} for each source
     compared (empty when the source was given); velocities_recorded: False when no
-    recording had velocities (q̇ and q̈ from the positions)."""
+    recording had velocities (q̇ and q̈ from the positions); drive_fit: with 'auto'
+    offsets or friction, {'scores': {(law, offset): held-out relative residual},
+    'chosen': (law, offset), 'folds': blocks} (empty otherwise)."""
 
     model: RobotModel
     phi: np.ndarray
@@ -95,6 +97,7 @@ class ArmIdentification(NamedTuple):
     accelerations: str = 'velocity'
     acceleration_fit: dict = {}
     velocities_recorded: bool = True
+    drive_fit: dict = {}
 
     @property
     def excited(self):
@@ -187,7 +190,12 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
 
     Sensor and drive model: ``offset=True`` adds a constant effort offset per joint (a
     sensor bias: recorded = applied + offset; written as ``effort_offset``, which the
-    dynamics and the controller's command do not use). `friction`: each joint's friction
+    dynamics and the controller's command do not use). ``offset='auto'`` and/or
+    ``friction='auto'`` choose them from the data (`_choose_drive_model`: offsets on or
+    off, one law for all joints among coulomb, tanh and stribeck, by the held-out residual
+    of a least-squares fit on FOLDS contiguous blocks; ``drive_fit`` says what was
+    compared; not with a payload recording, where 'auto' is no offset and the prior's
+    laws). `friction`: each joint's friction
     law (`dynamics.friction_torques`; None: the prior model's; one name for all joints
     or a list), linear in its levels; the velocity scale v_s of tanh and stribeck joints
     is found by a search over `velocity_grid` (None: the prior's v_s kept): per joint in
@@ -244,6 +252,21 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     _require('scipy.signal')
     _require('cvxpy')
     stopwatch.lap('imports')
+    drive_choice = {}
+    if offset == 'auto' or friction == 'auto':
+        if payload_recording is not None:       # drive gains: not compared; the defaults
+            offset = False if offset == 'auto' else offset
+            friction = None if friction == 'auto' else friction
+        else:
+            drive_choice = _choose_drive_model(
+                prior_model, (t, q, qd, tau), offset, friction, cutoff_frequency,
+                sample_rate, friction_velocity, effort_timing, velocity_grid, accelerations)
+            offset, friction = drive_choice['offset'], drive_choice['friction']
+            prior_model = drive_choice['prior']
+            accelerations = drive_choice['accelerations']
+            if friction in ('tanh', 'stribeck'):
+                velocity_grid = None            # the scales the comparison found
+            stopwatch.lap('friction law and offsets chosen')
     prior = _with_laws(prior_model, friction)
     n = prior.n
     velocities = np.array(prior.stribeck_velocity, dtype=float)
@@ -282,7 +305,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     accelerations = min(fit, key=fit.get)
     equations = candidates[accelerations]
     velocities = equations.velocities
-    fit = fit if len(fit) > 1 else {}
+    fit = fit if len(fit) > 1 else dict(drive_choice.get('acceleration_fit', {}))
     if smooth and grid:
         _search_velocity_scales(equations, smooth, grid, ix, 1.0 / scale0 ** 2)
         stopwatch.lap('velocity scales')
@@ -327,7 +350,118 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
         offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
         friction_model=prior.friction_model, stribeck_velocity=velocities,
-        accelerations=accelerations, acceleration_fit=fit, velocities_recorded=recorded)
+        accelerations=accelerations, acceleration_fit=fit, velocities_recorded=recorded,
+        drive_fit={key: value for key, value in drive_choice.items()
+                   if key in ('scores', 'chosen', 'folds')})
+
+
+DRIVE_CANDIDATES = (('coulomb', False), ('coulomb', True), ('tanh', False), ('tanh', True),
+                    ('stribeck', False), ('stribeck', True))
+FOLDS = 5               # contiguous blocks of the rows: the held-out comparison
+SIMPLER = 1e-3          # a richer candidate must leave this share less residual
+
+
+def _choose_drive_model(prior_model, recording, offset, friction, cutoff_frequency,
+                        sample_rate, friction_velocity, effort_timing, velocity_grid,
+                        accelerations):
+    """The effort offsets (on or off) and the friction law (one for every joint: coulomb,
+    tanh or stribeck) that `identify_arm` takes when given 'auto': each candidate's ordinary
+    least-squares fit of the base parameters is held out in turn on FOLDS contiguous
+    blocks of the rows (fitted on the others), and the candidate leaving the smallest
+    held-out relative residual (RMS over the rows of residual / RMS effort of the joint)
+    is kept; a richer one must improve on a simpler one by more than SIMPLER. The velocity
+    scales of tanh and stribeck are searched first (as `identify_arm` does). Returns
+    {'offset', 'friction', 'prior' (the model with the chosen velocity scales),
+    'accelerations', 'acceleration_fit', 'scores' {(law, offset): held-out residual},
+    'chosen' (law, offset), 'folds'}."""
+    t, q, qd, tau = recording
+    laws = [friction] if friction != 'auto' else sorted(
+        {law for law, _ in DRIVE_CANDIDATES}, key=[c[0] for c in DRIVE_CANDIDATES].index)
+    offsets = [offset] if offset != 'auto' else [False, True]
+    grid = _checked_grid(velocity_grid)
+    scores, found, source_fit = {}, {}, {}
+    for law in laws:
+        prior = _with_laws(prior_model, law)
+        n = prior.n
+        velocities = np.array(prior.stribeck_velocity, dtype=float)
+        smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
+        keys, functions = _feature_functions(prior.friction_model,
+                                             [[velocities[j], *grid] for j in range(n)])
+        data = _prepare(prior, t, q, qd, tau, cutoff_frequency, sample_rate,
+                        friction_velocity, effort_timing, functions)
+        richest = True in offsets
+        base = base_parameters(prior, richest)
+        effort = [data.tau[data.mask[:, j], j] for j in range(n)]
+        weights = 1.0 / (np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0
+                                   for e in effort]) + 1e-9) ** 2
+        if accelerations == 'auto' and not source_fit:
+            sources = ACCELERATION_SOURCES if data.velocities_recorded else ('position',)
+        else:
+            sources = (accelerations if accelerations != 'auto'
+                       else min(source_fit, key=source_fit.get),)
+        candidates = {}
+        for source in sources:
+            equations = _Equations(prior, richest, [data.with_accelerations(source)], keys,
+                                   velocities.copy())
+            equations.normal_equations()
+            candidates[source] = equations
+        ix = np.asarray(base.independent, dtype=int)
+        if len(candidates) > 1:
+            source_fit = {s: _relative_fit(c, ix, weights) for s, c in candidates.items()}
+        source = min(source_fit, key=source_fit.get) if source_fit else sources[0]
+        accelerations_used = source
+        equations = candidates[source]
+        if smooth and grid:
+            _search_velocity_scales(equations, smooth, grid, ix, weights)
+        found[law] = (prior, equations.velocities.copy())
+        k = equations.k
+        offset_columns = ([j * k + 10 + equations.terms.index('offset') for j in range(n)]
+                          if richest else [])
+        for with_offset in offsets:
+            columns = ix if with_offset else np.array([c for c in ix
+                                                       if c not in offset_columns])
+            scores[(law, with_offset)] = _held_out_fit(equations, columns, weights)
+    chosen = None
+    for candidate in [c for c in DRIVE_CANDIDATES if c in scores]:
+        if chosen is None or scores[candidate] < (1.0 - SIMPLER) * scores[chosen]:
+            chosen = candidate
+    law, with_offset = chosen
+    prior, velocities = found[law]
+    if law in ('tanh', 'stribeck'):
+        block = prior.to_params()
+        block['stribeck_velocity'] = [float(v) for v in velocities]
+        prior = RobotModel.from_params(block)
+    return {'offset': with_offset, 'friction': law, 'prior': prior,
+            'accelerations': accelerations_used if accelerations == 'auto' else accelerations,
+            'acceleration_fit': source_fit if len(source_fit) > 1 else {},
+            'scores': scores, 'chosen': chosen, 'folds': FOLDS}
+
+
+def _held_out_fit(equations, columns, weights, folds=FOLDS):
+    """The held-out relative residual of an ordinary least-squares fit of the φ entries
+    `columns`: the rows of each joint cut into `folds` contiguous blocks (in time), each
+    block predicted by the fit of the others; the RMS over all rows of the residual, each
+    joint's weighted by `weights` (1 / its mean square effort)."""
+    n = equations.n
+    c = np.asarray(columns, dtype=int)
+    parts = []                  # per fold: G (m, m), h (m,), yy
+    for f in range(folds):
+        G, h, yy = np.zeros((len(c), len(c))), np.zeros(len(c)), 0.0
+        for j in range(n):
+            A, b = equations.rows(j)
+            edges = np.linspace(0, A.shape[0], folds + 1).astype(int)
+            Af, bf = A[edges[f]:edges[f + 1]][:, c], b[edges[f]:edges[f + 1]]
+            G += weights[j] * np.einsum('kp,kq->pq', Af, Af)
+            h += weights[j] * np.einsum('kp,k->p', Af, bf)
+            yy += weights[j] * float(bf @ bf)
+        parts.append((G, h, yy))
+    G_all = sum(p[0] for p in parts)
+    h_all = sum(p[1] for p in parts)
+    residual = 0.0
+    for G, h, yy in parts:
+        x = _inverse(G_all - G, h_all - h)
+        residual += yy - 2.0 * h @ x + x @ G @ x
+    return math.sqrt(max(residual, 0.0) / max(float(np.sum(equations.counts)), 1.0))
 
 
 def _checked_grid(velocity_grid):

@@ -185,14 +185,17 @@ def parse_arguments(argv):
                           'derivative of the recorded velocities), position (the second '
                           'derivative of the recorded positions) or auto (default: the one '
                           'the estimation data fit better)')
-    estimate.add_argument('--offset', action='store_true',
+    estimate.add_argument('--offset', action=argparse.BooleanOptionalAction, default=None,
                           help="estimate each joint's constant effort offset (the effort "
-                          "sensor's bias; written as effort_offset, not used in the command)")
+                          "sensor's bias; written as effort_offset, not used in the "
+                          'command), or not (--no-offset); default: chosen from the data '
+                          '(held out)')
     estimate.add_argument('--friction', nargs='+', default=None, metavar='LAW',
-                          choices=FRICTION_MODELS,
+                          choices=FRICTION_MODELS + ('auto',),
                           help='friction law: one for every joint or one per joint, of '
-                          f'{", ".join(FRICTION_MODELS)} (default: the robot file\'s, '
-                          'else coulomb)')
+                          f'{", ".join(FRICTION_MODELS)}, or auto (chosen from the data '
+                          'among coulomb, tanh and stribeck, held out); default: the robot '
+                          'file\'s friction_model if it has one, else auto')
     estimate.add_argument('--payload-bag', nargs='+', default=None, dest='payload_bags',
                           metavar='DIR', help='recordings with a known payload attached: '
                           'estimate the drive gains too (needs --payload)')
@@ -355,7 +358,13 @@ def estimate(args, out=print):
     if friction is not None and len(friction) not in (1, model.n):
         raise InputError(f'--friction: expected 1 or {model.n} laws, got {len(friction)}')
     friction = friction[0] if friction is not None and len(friction) == 1 else friction
-    options = dict(offset=getattr(args, 'offset', False), friction=friction,
+    if isinstance(friction, list) and 'auto' in friction:
+        raise InputError('--friction auto: one law for every joint (auto alone)')
+    if friction is None and 'friction_model' not in layered_parameters(
+            args.params_files, args.node)[0]:
+        friction = 'auto'
+    offset = getattr(args, 'offset', None)
+    options = dict(offset='auto' if offset is None else offset, friction=friction,
                    essential_ratio=getattr(args, 'essential_ratio', 100.0),
                    accelerations=getattr(args, 'accelerations', 'auto'))
     if getattr(args, 'payload_bags', None):
@@ -380,6 +389,9 @@ def estimate(args, out=print):
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
         f'filtering and decimation; condition number {result.condition:.4g}')
     out(acceleration_line(result))
+    line = drive_choice_line(result)
+    if line:
+        out(line)
     if result.not_excited:
         out(f'not excited: the data do not determine {"; ".join(result.not_excited)}. '
             f'Nothing written to {args.output}: record a longer or richer motion (e.g. '
@@ -448,6 +460,23 @@ def acceleration_line(result):
     return (f'accelerations: {words[chosen]}: a least-squares fit leaves '
             f'{100 * fit[chosen]:.3g} % of the efforts unexplained with them, '
             f'{100 * fit[other]:.3g} % with {words[other]} (--accelerations to choose)')
+
+
+def drive_choice_line(result):
+    """The friction law and offsets chosen from the data, and the alternatives' held-out
+    residuals, in one line ('' when both were given)."""
+    fit = getattr(result, 'drive_fit', None) or {}
+    if not fit.get('scores'):
+        return ''
+    law, offset = fit['chosen']
+
+    def name(candidate):
+        return candidate[0] + (' + offsets' if candidate[1] else '')
+    others = ', '.join(f'{name(c)} {100 * v:.4g} %' for c, v in fit['scores'].items())
+    return (f'friction law and offsets: {name(fit["chosen"])}, chosen from the data: the '
+            f'held-out share of the efforts a least-squares fit leaves unexplained '
+            f'({fit["folds"]} blocks, each predicted from the others): {others} '
+            '(--friction, --offset / --no-offset to choose)')
 
 
 # ---------------------------------------------------------------------- uncertainty

@@ -28,6 +28,7 @@ class Estimate(NamedTuple):
     accelerations: str = 'velocity'    # where q̈ came from: 'velocity' or 'position'
     acceleration_fit: dict = {}        # {source: relative residual} of the sources compared
     velocities_recorded: bool = True   # False: q̇ and q̈ from the positions (none recorded)
+    drive_fit: dict = {}               # the friction law and offsets compared, when chosen
 
 
 class Errors(NamedTuple):
@@ -60,7 +61,7 @@ def identify(prior, pieces, effort_timing='instant', offset=False, friction=None
                     result.offset, result.drive_gain, result.uncertainty,
                     tuple(result.friction_model), result.stribeck_velocity,
                     result.accelerations, dict(result.acceleration_fit),
-                    bool(result.velocities_recorded))
+                    bool(result.velocities_recorded), dict(result.drive_fit))
 
 
 def errors(model, pieces, effort_timing='instant', drive_gain=None,
