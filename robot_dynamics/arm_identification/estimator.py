@@ -264,7 +264,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
             offset, friction = drive_choice['offset'], drive_choice['friction']
             prior_model = drive_choice['prior']
             accelerations = drive_choice['accelerations']
-            if friction in ('tanh', 'stribeck'):
+            if any(law in ('tanh', 'stribeck') for law in prior_model.friction_model):
                 velocity_grid = None            # the scales the comparison found
             stopwatch.lap('friction law and offsets chosen')
     prior = _with_laws(prior_model, friction)
@@ -355,6 +355,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
                    if key in ('scores', 'chosen', 'folds')})
 
 
+GIVEN = 'given'         # `_choose_drive_model`: the friction law given, offsets compared
 DRIVE_CANDIDATES = (('coulomb', False), ('coulomb', True), ('tanh', False), ('tanh', True),
                     ('stribeck', False), ('stribeck', True))
 FOLDS = 5               # contiguous blocks of the rows: the held-out comparison
@@ -375,30 +376,41 @@ def _choose_drive_model(prior_model, recording, offset, friction, cutoff_frequen
     'accelerations', 'acceleration_fit', 'scores' {(law, offset): held-out residual},
     'chosen' (law, offset), 'folds'}."""
     t, q, qd, tau = recording
-    laws = [friction] if friction != 'auto' else sorted(
-        {law for law, _ in DRIVE_CANDIDATES}, key=[c[0] for c in DRIVE_CANDIDATES].index)
+    given = friction != 'auto'          # the law(s) given (None: the prior's): offsets only
+    laws = [GIVEN] if given else [c[0] for c in DRIVE_CANDIDATES[::2]]
     offsets = [offset] if offset != 'auto' else [False, True]
+    richest = True in offsets
     grid = _checked_grid(velocity_grid)
+    n = prior_model.n
+    # the data once, with the features of every smooth law compared
+    keys, functions = [], []
+    per_joint = ([_with_laws(prior_model, friction).friction_model] if given else
+                 [[law] * n for law in ('tanh', 'stribeck')])
+    for joint_laws in per_joint:
+        more = _feature_functions(joint_laws, [[v, *grid]
+                                               for v in prior_model.stribeck_velocity])
+        keys += more[0]
+        functions += more[1]
+    data = _prepare(prior_model, t, q, qd, tau, cutoff_frequency, sample_rate,
+                    friction_velocity, effort_timing, functions)
+    weights = 1.0 / (np.array([math.sqrt(np.mean(data.tau[data.mask[:, j], j] ** 2))
+                               if np.any(data.mask[:, j]) else 1.0 for j in range(n)])
+                     + 1e-9) ** 2
+    # Coulomb is Stribeck without its Stribeck columns: one set of equations for both
+    groups = ({'given': [GIVEN]} if given
+              else {'stribeck': ['coulomb', 'stribeck'], 'tanh': ['tanh']})
     scores, found, source_fit = {}, {}, {}
-    for law in laws:
-        prior = _with_laws(prior_model, law)
-        n = prior.n
+    used = accelerations
+    for group, members in groups.items():
+        prior = _with_laws(prior_model, friction if given else group)
         velocities = np.array(prior.stribeck_velocity, dtype=float)
-        smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
-        keys, functions = _feature_functions(prior.friction_model,
-                                             [[velocities[j], *grid] for j in range(n)])
-        data = _prepare(prior, t, q, qd, tau, cutoff_frequency, sample_rate,
-                        friction_velocity, effort_timing, functions)
-        richest = True in offsets
         base = base_parameters(prior, richest)
-        effort = [data.tau[data.mask[:, j], j] for j in range(n)]
-        weights = 1.0 / (np.array([math.sqrt(np.mean(e ** 2)) if e.size else 1.0
-                                   for e in effort]) + 1e-9) ** 2
-        if accelerations == 'auto' and not source_fit:
-            sources = ACCELERATION_SOURCES if data.velocities_recorded else ('position',)
+        if accelerations != 'auto':
+            sources = (accelerations,)
+        elif source_fit:
+            sources = (used,)
         else:
-            sources = (accelerations if accelerations != 'auto'
-                       else min(source_fit, key=source_fit.get),)
+            sources = ACCELERATION_SOURCES if data.velocities_recorded else ('position',)
         candidates = {}
         for source in sources:
             equations = _Equations(prior, richest, [data.with_accelerations(source)], keys,
@@ -408,60 +420,81 @@ def _choose_drive_model(prior_model, recording, offset, friction, cutoff_frequen
         ix = np.asarray(base.independent, dtype=int)
         if len(candidates) > 1:
             source_fit = {s: _relative_fit(c, ix, weights) for s, c in candidates.items()}
-        source = min(source_fit, key=source_fit.get) if source_fit else sources[0]
-        accelerations_used = source
-        equations = candidates[source]
+        used = min(source_fit, key=source_fit.get) if source_fit else sources[0]
+        equations = candidates[used]
+        smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
         if smooth and grid:
             _search_velocity_scales(equations, smooth, grid, ix, weights)
-        found[law] = (prior, equations.velocities.copy())
-        k = equations.k
-        offset_columns = ([j * k + 10 + equations.terms.index('offset') for j in range(n)]
-                          if richest else [])
-        for with_offset in offsets:
-            columns = ix if with_offset else np.array([c for c in ix
-                                                       if c not in offset_columns])
-            scores[(law, with_offset)] = _held_out_fit(equations, columns, weights)
+        k, terms = equations.k, equations.terms
+        drop = {'offset': [j * k + 10 + terms.index('offset') for j in range(n)]
+                if richest else [],
+                'stribeck': [j * k + 10 + terms.index('stribeck') for j in range(n)]
+                if 'stribeck' in terms else []}
+        parts = _fold_parts(equations, weights)
+        for law in members:
+            found[law] = (prior if given else _with_laws(prior_model, law),
+                          equations.velocities.copy())
+            for with_offset in offsets:
+                removed = set(drop['offset'] if not with_offset else []) | set(
+                    drop['stribeck'] if law == 'coulomb' else [])
+                columns = np.array([c for c in ix if c not in removed], dtype=int)
+                scores[(law, with_offset)] = _held_out_fit(parts, columns,
+                                                           np.sum(equations.counts))
+    accelerations_used = used
     chosen = None
-    for candidate in [c for c in DRIVE_CANDIDATES if c in scores]:
+    for candidate in [c for c in DRIVE_CANDIDATES if c in scores] + [
+            c for c in scores if c not in DRIVE_CANDIDATES]:
         if chosen is None or scores[candidate] < (1.0 - SIMPLER) * scores[chosen]:
             chosen = candidate
     law, with_offset = chosen
     prior, velocities = found[law]
-    if law in ('tanh', 'stribeck'):
+    if any(law in ('tanh', 'stribeck') for law in prior.friction_model):
         block = prior.to_params()
         block['stribeck_velocity'] = [float(v) for v in velocities]
         prior = RobotModel.from_params(block)
-    return {'offset': with_offset, 'friction': law, 'prior': prior,
-            'accelerations': accelerations_used if accelerations == 'auto' else accelerations,
+    if given:           # the scores name the law as given
+        laws = set(prior.friction_model)
+        label = laws.pop() if len(laws) == 1 else 'the given laws'
+        scores = {(label, o): v for (_, o), v in scores.items()}
+        chosen = (scores and next(iter(scores))[0], with_offset)
+    return {'offset': with_offset, 'friction': friction if given else law, 'prior': prior,
+            'accelerations': accelerations_used,
             'acceleration_fit': source_fit if len(source_fit) > 1 else {},
             'scores': scores, 'chosen': chosen, 'folds': FOLDS}
 
 
-def _held_out_fit(equations, columns, weights, folds=FOLDS):
-    """The held-out relative residual of an ordinary least-squares fit of the φ entries
-    `columns`: the rows of each joint cut into `folds` contiguous blocks (in time), each
-    block predicted by the fit of the others; the RMS over all rows of the residual, each
-    joint's weighted by `weights` (1 / its mean square effort)."""
-    n = equations.n
-    c = np.asarray(columns, dtype=int)
-    parts = []                  # per fold: G (m, m), h (m,), yy
+def _fold_parts(equations, weights, folds=FOLDS):
+    """Per fold [(G, h, yy)] of the weighted normal equations (`weights` (n,): 1 / each
+    joint's mean square effort) of every joint's rows cut into `folds` contiguous blocks
+    (in time), for `_held_out_fit`."""
+    parts = []
     for f in range(folds):
-        G, h, yy = np.zeros((len(c), len(c))), np.zeros(len(c)), 0.0
-        for j in range(n):
+        G, h, yy = np.zeros((equations.P, equations.P)), np.zeros(equations.P), 0.0
+        for j in range(equations.n):
             A, b = equations.rows(j)
             edges = np.linspace(0, A.shape[0], folds + 1).astype(int)
-            Af, bf = A[edges[f]:edges[f + 1]][:, c], b[edges[f]:edges[f + 1]]
+            Af, bf = A[edges[f]:edges[f + 1]], b[edges[f]:edges[f + 1]]
+            # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
             G += weights[j] * np.einsum('kp,kq->pq', Af, Af)
             h += weights[j] * np.einsum('kp,k->p', Af, bf)
             yy += weights[j] * float(bf @ bf)
         parts.append((G, h, yy))
-    G_all = sum(p[0] for p in parts)
-    h_all = sum(p[1] for p in parts)
+    return parts
+
+
+def _held_out_fit(parts, columns, rows):
+    """The held-out relative residual of an ordinary least-squares fit of the φ entries
+    `columns`: each fold of `_fold_parts` predicted by the fit of the others; the RMS over
+    all `rows` of the residual, each joint's relative to its RMS effort."""
+    c = np.asarray(columns, dtype=int)
+    G_all = sum(p[0] for p in parts)[np.ix_(c, c)]
+    h_all = sum(p[1] for p in parts)[c]
     residual = 0.0
     for G, h, yy in parts:
+        G, h = G[np.ix_(c, c)], h[c]
         x = _inverse(G_all - G, h_all - h)
         residual += yy - 2.0 * h @ x + x @ G @ x
-    return math.sqrt(max(residual, 0.0) / max(float(np.sum(equations.counts)), 1.0))
+    return math.sqrt(max(residual, 0.0) / max(float(rows), 1.0))
 
 
 def _checked_grid(velocity_grid):
