@@ -64,3 +64,42 @@ def test_a_given_law_or_offset_is_kept_and_the_other_chosen(panda):
     assert {o for _, o in result.drive_fit['scores']} == {False}
     # both given: nothing compared
     assert ai.identify_arm(prior, *data, offset=True, friction='tanh').drive_fit == {}
+
+
+def test_identify_estimate_without_flags_says_what_it_chose(panda, tmp_path, capsys):
+    """The command line: one line naming the choice and every alternative's held-out
+    residual; the written file holds the chosen law and the offsets; a robot file that
+    names its friction law keeps it (only the offsets are chosen)."""
+    pytest.importorskip('rosbags')
+    import os
+    import yaml
+    from robot_dynamics.joint_state_bag import write_joint_states
+    from robot_dynamics.nodes.identify import main
+    from test_arm_identification_models import REPO
+    prior, rigid, excitation, _ = panda
+    true = with_drive(rigid, ['tanh'] * 7, [0.15] * 7, np.linspace(-0.6, 0.6, 7))
+    t, q, qd, tau = open_loop(true, excitation, RATE, NOISE, 3)
+    joints = [f'panda_joint{i}' for i in range(1, 8)]
+    write_joint_states(tmp_path / 'bag', joints, 10.0 + t, q, qd, tau)
+    robot = os.path.join(REPO, 'config', 'panda.yaml')
+    output = tmp_path / 'out.yaml'
+    code = main(['identify', 'estimate', '--params-file', robot, '--bag',
+                 str(tmp_path / 'bag'), '--output', str(output)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    line = next(row for row in out.splitlines() if row.startswith('friction law and offsets'))
+    assert line.startswith('friction law and offsets: tanh + offsets, chosen from the data')
+    for name in ('coulomb', 'coulomb + offsets', 'stribeck + offsets', 'tanh'):
+        assert f'{name} ' in line
+    written = yaml.safe_load(output.read_text())
+    robot_keys = next(iter(written.values()))['ros__parameters']['robot']
+    assert robot_keys['friction_model'] == ['tanh'] * 7 and len(robot_keys['effort_offset']) == 7
+    law = tmp_path / 'law.yaml'
+    law.write_text('/**:\n  ros__parameters:\n    robot:\n      friction_model: '
+                   + str(['coulomb'] * 7).replace("'", '') + '\n')
+    code = main(['identify', 'estimate', '--params-file', robot, str(law), '--bag',
+                 str(tmp_path / 'bag'), '--output', str(output)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    line = next(row for row in out.splitlines() if row.startswith('friction law and offsets'))
+    assert line.startswith('friction law and offsets: coulomb + offsets') and 'tanh' not in line
