@@ -8,7 +8,8 @@ parameter file the controller and the plant load after the robot's own (doc/iden
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] [--output-section /**/NODE]
-                      [--offset] [--friction LAW [LAW ...]] [--accelerations auto]
+                      [--offset | --no-offset] [--friction LAW [LAW ...] | auto]
+                      [--accelerations auto] [--write-inconsistent]
                       [--payload-bag DIR [DIR ...] --payload M CX CY CZ [I x 6]]
                       [--report REPORT.yaml] [--relative-std-threshold 20]
                       [--essential-ratio 100] --output OUT.yaml
@@ -38,7 +39,8 @@ with position and effort, and velocity when recorded (else the velocities come f
 positions); jittered, dropped, duplicated or late messages,
 several publishers), identifies the model, prints for the prior and the identified model
 the per-joint RMS torque error and relative error on the validation data (--validate, else
-the last 20 % of the samples, held out), the condition number, the sample count and how the
+the last 20 % of the samples, held out), the condition number, the sample count, the
+friction law and offsets chosen from the data when not given (held out on 5 blocks), how the
 directions the data cannot determine were fixed, and writes OUT.yaml:
 ``/**/NODE: ros__parameters: robot:`` with the identified values (NODE: --node, the
 controller, so that loading the file into a simulation leaves the plant as it is;
