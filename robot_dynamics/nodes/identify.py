@@ -685,7 +685,11 @@ def main(args=None):
         return run_excite(argv, options)
     if options.command == 'plan':
         from robot_dynamics.nodes.identification.identify_plan import run_plan
-        return run_plan(argv, options)
+
+        def send(*arguments):       # --send: ROS (plan_sender imports rclpy), imported here
+            from robot_dynamics.nodes.identification.plan_sender import send as send_plan
+            return send_plan(*arguments)
+        return run_plan(argv, options, send)
     try:
         return estimate(options)
     except InputError as error:

@@ -326,9 +326,11 @@ def plan_and_write(options, model, joints, workspace, start, origin, out=print):
     return plan
 
 
-def run_plan(argv, options):
-    """main() of `identify plan`: the exit status. argv (with the ROS arguments)
-    initialises rclpy for --send."""
+def run_plan(argv, options, send):
+    """main() of `identify plan`: the exit status. With --send, `send(argv, options, model,
+    joints, workspace)` (robot_dynamics.nodes.identification.plan_sender.send, which
+    imports this module: passed in by the command line, so that the imports go one way)
+    sends it; argv (with the ROS arguments) initialises rclpy."""
     try:
         workspace = check_arguments(options)
         model, joints, others = robot(options)
@@ -342,5 +344,4 @@ def run_plan(argv, options):
     except PlanError as error:
         print(f'identify plan: {error}', file=sys.stderr)
         return error.status
-    from robot_dynamics.nodes.identification.plan_sender import send
     return send(argv, options, model, joints, workspace)
