@@ -217,6 +217,11 @@ def test_the_floor_applies_to_what_moves_whatever_the_start(tmp_path):
     code, out, err = run('--duration', '3', '--rate', '50', '--iterations', '0', '--floor',
                          '0.05', '--start', *map(str, start), '--output', str(path))
     assert code == 0, err
+    # the file's first line repeats the command: the start and the floor it was planned for
+    header = path.read_text().splitlines()[0]
+    assert header.startswith('# identify plan --params-file ')
+    assert ' --start 0.0 0.6 0.0 0.0 0.5 0.0 ' in header and header.endswith(
+        ' --floor 0.05 --clearance 0.05'), header
     x = link_points(model, arrays(load(path))[1])[..., 2]
     names = link_point_names(model, JOINTS)
     moving = [i for i, name in enumerate(names) if not name.startswith(

@@ -454,8 +454,8 @@ def acceleration_line(result):
     chosen = result.accelerations
     fit = getattr(result, 'acceleration_fit', None) or {}
     if not getattr(result, 'velocities_recorded', True):
-        return (f'accelerations: {words[chosen]} (the recordings have no measured '
-                "velocities: the velocities are the positions' derivative too)")
+        return (f'accelerations: {words[chosen]} (no velocities recorded, or none '
+                "measured: the velocities are the positions' derivative too)")
     if chosen not in fit or len(fit) < 2:
         return f'accelerations: {words[chosen]} (--accelerations {chosen})'
     other = next(source for source in fit if source != chosen)
