@@ -1,0 +1,128 @@
+"""The controller's Cartesian topics:
+
+- `~/target_pose` (geometry_msgs/PoseStamped): the target of `cartesian_impedance`, in the
+  robot's base frame (`cartesian.base_frame`; an empty frame_id is taken as that frame),
+  held at rest (zero target velocity and acceleration) until the next one, as franka_ros's
+  cartesian_impedance_example_controller takes its equilibrium pose. Refused in one warning
+  naming the field (another frame, a non-finite value, a quaternion whose norm is not 1) or
+  the law (under any other `control_law`).
+- `~/target_twist` (geometry_msgs/TwistStamped, base frame, optional): the target's velocity
+  [m/s, rad/s] for tracking a moving target: it applies to the latest target pose and is
+  cleared by the next `~/target_pose` (send the pose, then its twist).
+- `~/tool_pose` (geometry_msgs/PoseStamped, base frame): the measured pose of the
+  controlled frame (the model's tip frame times `cartesian.tool`) under every law, at
+  state_publish_rate (every control period when that is 0), while somebody subscribes.
+
+Nothing here runs in the control cycle: the messages arrive between cycles and the tool pose
+is published by a timer of its own.
+"""
+
+import math
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped
+
+from robot_dynamics import control, kinematics
+from robot_dynamics.nodes.common import control_laws
+
+THROTTLE = 2.0              # s between repeated warnings
+UNIT_TOLERANCE = 1.0e-3     # |‖q‖ − 1| accepted for a target quaternion
+ON_STATE_RATE = 100.0       # Hz: the tool pose rate in on_state mode with state_publish_rate 0
+
+
+class CartesianTopics:
+    """~/target_pose, ~/target_twist and ~/tool_pose of the controller `node`."""
+
+    def __init__(self, node):
+        self.node = node
+        node.create_subscription(PoseStamped, '~/target_pose', self._on_target_pose, 10)
+        node.create_subscription(TwistStamped, '~/target_twist', self._on_target_twist, 10)
+        self._tool_pose_pub = node.create_publisher(PoseStamped, '~/tool_pose', 10)
+        rate = node.state_publish_rate or (node.control_rate if node.control_mode == 'timer'
+                                           else ON_STATE_RATE)
+        node.create_timer(1.0 / rate, self._publish_tool_pose)
+
+    @property
+    def base_frame(self):
+        return control_laws.base_frame(self.node, self.node.law_settings)
+
+    def _warn(self, text):
+        self.node.get_logger().warning(text, throttle_duration_sec=THROTTLE)
+
+    def _cartesian_law(self, topic):
+        """The Cartesian law in effect, or None (a warning said why)."""
+        node = self.node
+        refusal = control_laws.refusal(node.control_law, 'target_pose')
+        if refusal is not None:
+            self._warn(f'{topic} refused: {refusal}')
+            return None
+        law = node.law
+        if not isinstance(law, control_laws.CartesianLaw) or not node._ready:
+            self._warn(f'{topic} refused: cartesian_impedance not in effect yet (the first '
+                       'cycle after the switch, with every joint seen, holds the tool pose)')
+            return None
+        return law
+
+    def _frame_ok(self, topic, msg):
+        frame = msg.header.frame_id
+        if frame and frame != self.base_frame:
+            self._warn(f'{topic}.header.frame_id: {frame!r} is not the base frame '
+                       f'{self.base_frame!r} (cartesian.base_frame); refused')
+            return False
+        return True
+
+    def _on_target_pose(self, msg):
+        law = self._cartesian_law('target_pose')
+        if law is None or not self._frame_ok('target_pose', msg):
+            return
+        p, o = msg.pose.position, msg.pose.orientation
+        position = np.array([p.x, p.y, p.z])
+        quaternion = np.array([o.x, o.y, o.z, o.w])
+        if not np.all(np.isfinite(position)):
+            self._warn(f'target_pose.pose.position: {position.tolist()} is not finite; '
+                       'refused')
+            return
+        norm = float(np.linalg.norm(quaternion))
+        if not (math.isfinite(norm) and abs(norm - 1.0) <= UNIT_TOLERANCE):
+            self._warn(f'target_pose.pose.orientation: (x y z w) = {quaternion.tolist()} '
+                       f'is not a unit quaternion (norm {norm:.6g}); refused')
+            return
+        quaternion = quaternion / norm
+        try:
+            law.law.validate_target(position, quaternion)
+        except ValueError as error:
+            self._warn(f'target_pose.pose: {error}; refused')
+            return
+        law.target = control.CartesianTarget(position, quaternion, None, None)
+
+    def _on_target_twist(self, msg):
+        law = self._cartesian_law('target_twist')
+        if law is None or not self._frame_ok('target_twist', msg):
+            return
+        v, w = msg.twist.linear, msg.twist.angular
+        velocity = np.array([v.x, v.y, v.z, w.x, w.y, w.z])
+        if not np.all(np.isfinite(velocity)):
+            self._warn(f'target_twist.twist: {velocity.tolist()} is not finite; refused')
+            return
+        law.target = law.target._replace(velocity=velocity)
+
+    def _publish_tool_pose(self):
+        node = self.node
+        if not node._ready or self._tool_pose_pub.get_subscription_count() == 0:
+            return
+        law = node.law
+        if isinstance(law, control_laws.CartesianLaw):
+            position, quaternion = law.law.pose(node._q)
+        else:
+            transform = kinematics.tool_pose(node.model, node._q,
+                                             node.law_settings['cartesian.tool'])
+            position = transform[:3, 3]
+            quaternion = kinematics.quaternion_from_matrix(transform[:3, :3])
+        msg = PoseStamped()
+        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.header.frame_id = self.base_frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+            float(v) for v in position)
+        (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
+         msg.pose.orientation.w) = (float(v) for v in quaternion)
+        self._tool_pose_pub.publish(msg)
