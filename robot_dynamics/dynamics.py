@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen
+from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
@@ -427,32 +427,16 @@ def forward_dynamics_mass_matrix(model, q, qd, tau, wrench=None):
 
 def forward_kinematics(model, q):
     """Homogeneous transforms of DH link frames 1..n in the base frame: (n, 4, 4) or
-    (B, n, 4, 4). The last one is the tool (tip) frame."""
-    q_b, single = _batch(model, q, 'q')
-    Rb, pb = algorithms.body_poses(model.chain, q_b)
-    ch = model.chain
-    T = np.zeros(Rb.shape[:2] + (4, 4))
-    T[..., :3, :3] = Rb @ ch.R_link
-    T[..., :3, 3] = pb + np.einsum('bnij,nj->bni', Rb, ch.p_link)
-    T[..., 3, 3] = 1.0
-    return _out(T, single)
+    (B, n, 4, 4). The last one is the tool (tip) frame. The same as
+    `kinematics.link_poses`."""
+    return kinematics.link_poses(model, q)
 
 
 def jacobian(model, q):
     """Geometric Jacobian (6, n) or (B, 6, n) of the tip frame in the base frame:
-    rows [v; ω], v the velocity of the tip-frame origin."""
-    q_b, single = _batch(model, q, 'q')
-    Rb, pb = algorithms.body_poses(model.chain, q_b)
-    ch = model.chain
-    tip = pb[:, -1] + np.einsum('bij,j->bi', Rb[:, -1], ch.p_tip)
-    z = Rb[..., :, 2]                                    # (B, n, 3) joint axes in base
-    J = np.zeros((q_b.shape[0], 6, model.n))
-    lever = tip[:, None, :] - pb
-    rev = algorithms.cross(z, lever)
-    pris = ch.prismatic[None, :, None]
-    J[:, :3, :] = np.swapaxes(np.where(pris, z, rev), 1, 2)
-    J[:, 3:, :] = np.swapaxes(np.where(pris, 0.0, z), 1, 2)
-    return _out(J, single)
+    rows [v; ω], v the velocity of the tip-frame origin. `kinematics.jacobian` without
+    a tool, link or point."""
+    return kinematics.jacobian(model, q)
 
 
 def kinetic_energy(model, q, qd):
