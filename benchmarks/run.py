@@ -239,6 +239,7 @@ def run(repeats):
                          lambda: rk4_pinocchio(pm, data, q, qd, tau, 1e-3), repeats)
         add_row(table, f'rk4_step (4 FD), {name} / Python RK4 around pin.aba', result,
                 {'Panda (7)': (4.5, 0.5)}.get(name, (4, 0.5)))
+    mujoco_row(table, models['Panda (7)'], repeats)
     for name in ('PUMA 560', 'Panda (7)'):
         model, pm = models[name], pins[name]
         data = pm.createData()
@@ -274,6 +275,35 @@ def run(repeats):
     table.add('multiplications, one PUMA 560 inverse dynamics (papers: 636–852)', mul, None,
               250, unit='')
     return table
+
+
+def mujoco_row(table, model, repeats):
+    """The plant's step with the MuJoCo engine (`MujocoEngine.advance`, one 1 ms RK4 step
+    under a held effort, the MJCF generated from `model`) against a bare ``mj_step`` loop of
+    the same compiled model, sampled alternately; skipped without mujoco."""
+    try:
+        import mujoco
+        from robot_dynamics import mujoco_engine
+    except ImportError:
+        print('# MuJoCo row skipped: it needs mujoco (pip install mujoco)')
+        return
+    joints = [f'joint_{i + 1}' for i in range(model.n)]
+    engine = mujoco_engine.MujocoEngine.from_robot_model(model, joints, 1e-3)
+    mj = mujoco_engine.compile_model(model, joints, timestep=1e-3)
+    data = mujoco.MjData(mj)
+    q0 = np.clip(0.0, model.position_min, model.position_max)
+    tau = dynamics.gravity_torques(model, q0)       # held there: both stay near q0
+    held = [q0, np.zeros(model.n)]
+    data.qpos[:], data.qfrc_applied[:] = q0, tau
+
+    def plant_step():
+        held[0], held[1], _, _ = engine.advance(model, held[0], held[1], tau, 1)
+
+    def bare():
+        mujoco.mj_step(mj, data)
+    ours, ref, ratio = paired(plant_step, bare, repeats)
+    table.add('plant step, engine mujoco (MujocoEngine.advance, RK4 1 ms), Panda (7) / bare '
+              'mj_step loop of the same model', ours, ref, 2, ratio=ratio)
 
 
 def closed_loop_rows(table, count, duration, under_load=True):

@@ -401,6 +401,9 @@ class PlantDiagnostics(Diagnostics):
         """Which joints rest against a stop now (how far beyond, the stop's effort) and the
         largest stop effort per joint since the last report."""
         stops = node._stops
+        if getattr(node, 'engine_name', 'own') == 'mujoco':
+            report.add('joint stops', "MuJoCo's joint limits and contacts (engine mujoco)")
+            return
         if stops is None:
             report.add('joint stops', 'off (joint_stops false)')
             return
