@@ -40,7 +40,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from robot_dynamics import _fast_numba, codegen, dynamics, integration  # noqa: E402
+from robot_dynamics import _fast_numba, codegen, dynamics, integration, kinematics  # noqa: E402,I100
 from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
@@ -169,6 +169,37 @@ def state(model, rng, size=None):
     return tuple(rng.uniform(-1.0, 1.0, shape) for _ in range(3))
 
 
+def tip_frame(pm, model):
+    """Adds our tip frame (the last link frame, where `kinematics.tool_pose` and
+    `dynamics.jacobian` are) to Pinocchio's model `pm`; its frame id."""
+    ch = model.chain
+    return pm.addFrame(pin.Frame('tip', pm.njoints - 1, pin.SE3(np.array(ch.R_tip),
+                                                                np.array(ch.p_tip)),
+                                 pin.FrameType.OP_FRAME))
+
+
+def impedance_cycle(model, q):
+    """What a Cartesian-impedance law computes each cycle: the tool frame, the Jacobian,
+    the Cartesian inertia Λ = (J M⁻¹ Jᵀ)⁻¹ and the gravity torques g(q)."""
+    T = kinematics.tool_pose(model, q)
+    J = kinematics.jacobian(model, q)
+    M = dynamics.mass_matrix(model, q)
+    return T, J, np.linalg.inv(J @ np.linalg.solve(M, J.T)), dynamics.gravity_torques(model, q)
+
+
+def impedance_cycle_pinocchio(pm, data, tip, q):
+    """The same work in Pinocchio: forwardKinematics and the tip frame's placement,
+    computeFrameJacobian (LOCAL_WORLD_ALIGNED), crba (upper triangle: mirrored) and the
+    same linear algebra, computeGeneralizedGravity."""
+    pin.forwardKinematics(pm, data, q)
+    T = pin.updateFramePlacement(pm, data, tip).homogeneous
+    J = pin.computeFrameJacobian(pm, data, q, tip, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    M = pin.crba(pm, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    return (T, J, np.linalg.inv(J @ np.linalg.solve(M, J.T)),
+            pin.computeGeneralizedGravity(pm, data, q))
+
+
 def check_against_pinocchio(model, pm, rng):
     data = pm.createData()
     q, qd, qdd = state(model, rng)
@@ -253,6 +284,22 @@ def run(repeats):
                          repeats, per=B)
         add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
                 result, {'Panda (7)': (0.55, 0.35)}.get(name, (0.4, 0.35)))
+    model, pm = models['Panda (7)'], pinocchio_model(models['Panda (7)'])
+    tip = tip_frame(pm, model)
+    data = pm.createData()
+    q = state(model, rng)[0]
+    err = max(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))) for a, b in
+              zip(impedance_cycle(model, q), impedance_cycle_pinocchio(pm, data, tip, q)))
+    print(f'# Panda (7): max relative |ours − Pinocchio| over T, J, Λ, g = {err:.1e}')
+    assert err < 1e-9
+    # no numba column: numba has kernels for g only, not for the frames, the Jacobian or
+    # M, so its cycle is this one (doc/performance.md)
+    ours, ref, ratio = paired(lambda: impedance_cycle(model, q),
+                              lambda: impedance_cycle_pinocchio(pm, data, tip, q), repeats)
+    table.add('one Cartesian-impedance cycle, Panda (7): tool frame + Jacobian + '
+              'Λ = (J M⁻¹ Jᵀ)⁻¹ + g(q) / the same in Pinocchio (forwardKinematics, '
+              'computeFrameJacobian, crba, computeGeneralizedGravity)', ours, ref, 5,
+              ratio=ratio)
     chains = {what: chain_times(models, what, repeats) for what in ('ID', 'FD')}
     plain, fast = (t[100] / t[6] if t else None
                    for t in (chains['ID']['generated'], chains['ID'].get('numba')))

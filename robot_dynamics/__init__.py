@@ -1,7 +1,7 @@
 """robot_dynamics: Newton–Euler computed-torque control of serial arms, for ROS 2.
 
-The core (model, dynamics, lagrange, trajectory, control, integration) is pure numpy and
-imports without ROS; the nodes live in `robot_dynamics.nodes`.
+The core (model, dynamics, kinematics, lagrange, trajectory, control, integration) is pure
+numpy and imports without ROS; the nodes live in `robot_dynamics.nodes`.
 """
 
 from robot_dynamics import _startup

@@ -346,11 +346,106 @@ def _friction(model, qd_b):
 
 
 def mass_matrix(model, q):
-    """Joint-space inertia matrix M(q) (n, n) or (B, n, n), armature included."""
+    """Joint-space inertia matrix M(q) (n, n) or (B, n, n), armature included.
+
+    One state (a float64 (n,) array or a list of floats) on the default backends: the
+    composite-rigid-body algorithm in base coordinates on Python floats
+    (`_mass_matrix_one`); a batch, or the 'reference' backend: n Newton–Euler passes
+    (`algorithms.mass_matrix_rnea`)."""
+    if _backend != 'reference':
+        M = _mass_matrix_one(model, q)
+        if M is not None:
+            return M
     q_b, single = _batch(model, q, 'q')
     M = algorithms.mass_matrix_rnea(model.chain, q_b)
     M = M + np.diag(model.armature)
     return _out(M, single)
+
+
+class _Inertias:
+    """A model's bodies as Python floats for `_mass_matrix_one` (made once per model)."""
+
+    def __init__(self, model):
+        ch = model.chain
+        self.mass = ch.mass.tolist()
+        self.com = [tuple(c) for c in ch.com.tolist()]
+        self.inertia = [tuple(I.ravel().tolist()) for I in ch.inertia]
+        self.prismatic = [bool(p) for p in ch.prismatic]
+        self.armature = [float(a) for a in model.armature]
+
+
+def _mass_matrix_one(model, q):
+    """M(q) of one state, or None (then the general path runs): the composite-rigid-body
+    algorithm (Featherstone, RBDA §6.2) with every quantity in base coordinates, so that
+    composing bodies is a sum. Body i's spatial inertia about the base origin, [ω; v]
+    order, from its mass m, centre of mass c and centroidal inertia I_c (both in the base):
+    [[I_c − m c× c×, m c×], [−m c×, m 1]]; C_k sums those of bodies k..n; joint k's motion
+    axis is S_k = [z_k; o_k × z_k] (revolute) or [0; z_k] (prismatic), z_k and o_k the axis
+    and origin of body k; M_jk = S_jᵀ C_k S_k for j ≤ k."""
+    n = model.n
+    q = _floats(n, q)
+    if q is None:
+        return None
+    cache = model.__dict__.setdefault('_kernels', {})
+    bodies = cache.get('mass matrix')
+    if bodies is None:
+        bodies = cache['mass matrix'] = _Inertias(model)
+    try:
+        Rs, ps = kinematics._poses_one(kinematics._constants(model), q)
+    except (ValueError, OverflowError):                 # sin(inf)
+        return None
+    M = [[0.0] * n for _ in range(n)]
+    S, F = [None] * n, [None] * n
+    m = hx = hy = hz = 0.0                              # C_k: mass, m c, I about the origin
+    i00 = i01 = i02 = i11 = i12 = i22 = 0.0
+    for i in range(n - 1, -1, -1):
+        r0, r1, r2, r3, r4, r5, r6, r7, r8 = Rs[i]
+        px, py, pz = ps[i]
+        lx, ly, lz = bodies.com[i]
+        mi = bodies.mass[i]
+        cx = px + r0 * lx + r1 * ly + r2 * lz
+        cy = py + r3 * lx + r4 * ly + r5 * lz
+        cz = pz + r6 * lx + r7 * ly + r8 * lz
+        a0, a1, a2, a3, a4, a5, a6, a7, a8 = bodies.inertia[i]
+        b0, b1, b2 = r0 * a0 + r1 * a3 + r2 * a6, r0 * a1 + r1 * a4 + r2 * a7, \
+            r0 * a2 + r1 * a5 + r2 * a8
+        b3, b4, b5 = r3 * a0 + r4 * a3 + r5 * a6, r3 * a1 + r4 * a4 + r5 * a7, \
+            r3 * a2 + r4 * a5 + r5 * a8
+        b6, b7, b8 = r6 * a0 + r7 * a3 + r8 * a6, r6 * a1 + r7 * a4 + r8 * a7, \
+            r6 * a2 + r7 * a5 + r8 * a8
+        cc = cx * cx + cy * cy + cz * cz                # R I_c Rᵀ + m (|c|² 1 − c cᵀ)
+        i00 += b0 * r0 + b1 * r1 + b2 * r2 + mi * (cc - cx * cx)
+        i01 += b0 * r3 + b1 * r4 + b2 * r5 - mi * cx * cy
+        i02 += b0 * r6 + b1 * r7 + b2 * r8 - mi * cx * cz
+        i11 += b3 * r3 + b4 * r4 + b5 * r5 + mi * (cc - cy * cy)
+        i12 += b3 * r6 + b4 * r7 + b5 * r8 - mi * cy * cz
+        i22 += b6 * r6 + b7 * r7 + b8 * r8 + mi * (cc - cz * cz)
+        m += mi
+        hx, hy, hz = hx + mi * cx, hy + mi * cy, hz + mi * cz
+        if bodies.prismatic[i]:
+            wx = wy = wz = 0.0
+            vx, vy, vz = r2, r5, r8
+        else:
+            wx, wy, wz = r2, r5, r8
+            vx, vy, vz = py * r8 - pz * r5, pz * r2 - px * r8, px * r5 - py * r2
+        S[i] = (wx, wy, wz, vx, vy, vz)
+        F[i] = (i00 * wx + i01 * wy + i02 * wz + hy * vz - hz * vy,       # C_i S_i
+                i01 * wx + i11 * wy + i12 * wz + hz * vx - hx * vz,
+                i02 * wx + i12 * wy + i22 * wz + hx * vy - hy * vx,
+                m * vx - hy * wz + hz * wy, m * vy - hz * wx + hx * wz,
+                m * vz - hx * wy + hy * wx)
+    for k in range(n):
+        f0, f1, f2, f3, f4, f5 = F[k]
+        row = M[k]
+        for j in range(k + 1):
+            s0, s1, s2, s3, s4, s5 = S[j]
+            row[j] = M[j][k] = s0 * f0 + s1 * f1 + s2 * f2 + s3 * f3 + s4 * f4 + s5 * f5
+        row[k] += bodies.armature[k]
+    out = np.array(M)
+    total = float(out.sum())
+    if total - total != 0.0:                            # NaN or inf: the general path
+        return None
+    return out
 
 
 def bias_forces(model, q, qd):

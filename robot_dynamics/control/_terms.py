@@ -5,16 +5,14 @@ the model's friction with its sign smoothed near zero velocity.
 Sources: the damping design of Albu-Schäffer A., Ott C., Frese U., Hirzinger G. 2003,
 "Cartesian impedance control of redundant robots: recent results with the DLR-light-weight-
 arms", Proc. IEEE ICRA 2003, pp. 3704–3709, and Ott C. 2008, "Cartesian Impedance Control of
-Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49, §3.3; the
+Redundant and Flexible-Joint Robots", Springer Tracts in Advanced Robotics 49; the
 Christoffel factorisation of C with Ṁ − 2C skew-symmetric: Slotine J.-J. E., Li W. 1987,
 "On the adaptive control of robot manipulators", Int. J. Robotics Research 6(3):49–59.
 """
 
 import numpy as np
 
-from robot_dynamics import algorithms
-
-_ZERO_GRAVITY = np.zeros(3)
+from robot_dynamics import dynamics
 
 
 def damping_from_ratio(inertia, stiffness, ratio):
@@ -43,20 +41,21 @@ def damping_from_ratio(inertia, stiffness, ratio):
 def coriolis_product(model, q, qd, v):
     """C(q, q̇) v with C from the Christoffel symbols of the first kind (Ṁ − 2C is
     skew-symmetric). Those symbols are symmetric in their two velocity indices, so C(q, q̇) v
-    is the polarisation of h(x) = C(q, x) x (Newton–Euler at zero gravity and acceleration):
-    C(q, q̇) v = ¼ [h(q̇ + v) − h(q̇ − v)]. Two rigid-body Newton–Euler passes, no friction."""
-    q, qd, v = (np.asarray(x, dtype=float) for x in (q, qd, v))
-    qb = np.stack([q, q])
-    qdb = np.stack([qd + v, qd - v])
-    h = algorithms.rnea(model.chain, qb, qdb, np.zeros_like(qb), _ZERO_GRAVITY)
-    return 0.25 * (h[0] - h[1])
+    is the polarisation of h(x) = C(q, x) x: C(q, q̇) v = ¼ [h(q̇ + v) − h(q̇ − v)], h from
+    two Newton–Euler calls (gravity cancels in the difference, friction is taken out)."""
+    qd = np.asarray(qd, dtype=float)
+    v = np.asarray(v, dtype=float)
+    plus, minus = qd + v, qd - v
+    return 0.25 * ((dynamics.bias_forces(model, q, plus) - dynamics.friction_laws(model, plus))
+                   - (dynamics.bias_forces(model, q, minus)
+                      - dynamics.friction_laws(model, minus)))
 
 
 def velocity_product(model, q, qd):
-    """C(q, q̇) q̇: the Coriolis and centrifugal efforts (Newton–Euler at zero gravity and
-    acceleration, no friction)."""
-    q, qd = (np.asarray(x, dtype=float)[None, :] for x in (q, qd))
-    return algorithms.rnea(model.chain, q, qd, np.zeros_like(q), _ZERO_GRAVITY)[0]
+    """C(q, q̇) q̇: the Coriolis and centrifugal efforts (Newton–Euler at zero acceleration,
+    gravity and friction taken out)."""
+    return (dynamics.bias_forces(model, q, qd) - dynamics.gravity_torques(model, q)
+            - dynamics.friction_laws(model, qd))
 
 
 def smoothed_friction(model, qd, smoothing):

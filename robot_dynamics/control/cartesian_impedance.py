@@ -5,7 +5,7 @@ a dynamically consistent null-space posture; pure math, no ROS.
     ė  = [v_d − v;  ω_d − ω],  [v; ω] = J q̇    (v_d = ω_d = 0 without a target velocity)
     F  = K e + D ė  (+ Λ (a_d − J̇ q̇) with a target acceleration)
     τ  = Jᵀ F + g(q)  (+ C(q, q̇) q̇ with a target acceleration)  + N τ_n
-    τ_n = K_n (q_n − q) − D_n q̇,   N = I − Jᵀ Λ J M⁻¹
+    τ_n = K_n (q_n − q) − D_n q̇,   N = I − Jᵀ Λ J M⁻¹   (with a posture q_n or a D_n)
 
 J the geometric Jacobian of the tool (rows [v; ω], base frame), M the joint-space inertia,
 Λ = (J M⁻¹ Jᵀ)⁻¹ the operational-space inertia, computed damped near singularities:
@@ -19,14 +19,14 @@ one it adds the operational-space feed-forward of Khatib (1987): the joint-space
 and Λ (a_d − J̇ q̇) make the task error obey Λ ë + D ė + K e = −F_ext (exact model, J full
 row rank) — decoupled, but not passive under contact (Ott's passive μ ẋ_d form is not
 implemented). D is given per axis, or D(q) = 2ζ (Λ(q) # K) (double diagonalisation: every
-task mode frozen at q has the ratio ζ); D_n = 2ζ_n (M(q) # K_n) likewise.
+task mode frozen at q has the ratio ζ); D_n is given per joint or 2ζ_n (M(q) # K_n).
 
 Sources: Hogan N. 1985, "Impedance Control: An Approach to Manipulation, Parts I–III", ASME
 J. Dyn. Sys. Meas. Control 107(1):1–24; Khatib O. 1987, "A unified approach for motion and
 force control of robot manipulators: The operational space formulation", IEEE J. Robotics
 and Automation 3(1):43–53 (Λ, the dynamically consistent null-space projector, the
 feed-forward); Ott C. 2008, "Cartesian Impedance Control of Redundant and Flexible-Joint
-Robots", Springer STAR 49, ch. 3 (null-space stiffness, damping design, quaternion
+Robots", Springer STAR 49 (null-space stiffness, damping design, quaternion
 orientation error); Albu-Schäffer A., Ott C., Hirzinger G. 2007, "A unified passivity-based
 control framework for position, torque and impedance control of flexible joint robots",
 Int. J. Robotics Research 26(1):23–39; Nakamura Y., Hanafusa H. 1986, "Inverse kinematic
@@ -131,6 +131,8 @@ class CartesianImpedanceLaw:
     nullspace_posture: n joint positions q_n, or None (no null-space term).
     nullspace_stiffness: K_n, a scalar or n values, N m/rad, >= 0.
     nullspace_damping_ratio: ζ_n >= 0, D_n(q) = 2ζ_n (M(q) # K_n).
+    nullspace_damping: D_n per joint (a scalar for all), N m s/rad, >= 0, instead of the
+        ratio; it damps the self-motion also without a posture (τ_n = −D_n q̇).
     max_target_step: (m, rad) > 0 (inf allowed), or None: the target used lies within that
         distance and angle of the current tool pose.
     singular_damping: λ > 0 of the damped Λ.
@@ -138,7 +140,7 @@ class CartesianImpedanceLaw:
 
     def __init__(self, model, stiffness, damping=None, damping_ratio=None, tool=None,
                  nullspace_posture=None, nullspace_stiffness=0.0, nullspace_damping_ratio=1.0,
-                 max_target_step=DEFAULT_MAX_TARGET_STEP,
+                 nullspace_damping=None, max_target_step=DEFAULT_MAX_TARGET_STEP,
                  singular_damping=DEFAULT_SINGULAR_DAMPING, prefix='cartesian'):
         self.model = model
         n = model.n
@@ -157,6 +159,8 @@ class CartesianImpedanceLaw:
                                              nullspace_stiffness, n)
         self.nullspace_damping_ratio = number(f'{prefix}.nullspace_damping_ratio',
                                               nullspace_damping_ratio)
+        self.nullspace_damping = None if nullspace_damping is None else \
+            per_joint(f'{prefix}.nullspace_damping', nullspace_damping, n)
         if max_target_step is None:
             self.max_target_step = None
         else:
@@ -235,9 +239,14 @@ class CartesianImpedanceLaw:
             F = F + Lam @ (target.acceleration - Jdqd)
             tau = tau + velocity_product(model, q, qd)
         tau = tau + J.T @ F
-        if self.nullspace_posture is not None:
-            Dn = damping_from_ratio(M, self.nullspace_stiffness, self.nullspace_damping_ratio)
-            tau_n = self.nullspace_stiffness * (self.nullspace_posture - q) - Dn @ qd
+        if self.nullspace_posture is not None or self.nullspace_damping is not None:
+            if self.nullspace_damping is not None:
+                tau_n = -self.nullspace_damping * qd
+            else:
+                tau_n = -damping_from_ratio(M, self.nullspace_stiffness,
+                                            self.nullspace_damping_ratio) @ qd
+            if self.nullspace_posture is not None:
+                tau_n = tau_n + self.nullspace_stiffness * (self.nullspace_posture - q)
             # N τ_n = τ_n − Jᵀ Λ J M⁻¹ τ_n (Khatib 1987: dynamically consistent)
             tau = tau + tau_n - J.T @ (Lam @ (Minv_Jt.T @ tau_n))
         return tau

@@ -20,7 +20,7 @@ J. Dyn. Sys. Meas. Control 107(1):1–24; Albu-Schäffer A., Ott C., Hirzinger G
 unified passivity-based control framework for position, torque and impedance control of
 flexible joint robots", Int. J. Robotics Research 26(1):23–39 (joint impedance on a
 gravity-compensated arm, its passivity); Ott C. 2008, "Cartesian Impedance Control of
-Redundant and Flexible-Joint Robots", Springer STAR 49, §3.3 (damping design); Slotine
+Redundant and Flexible-Joint Robots", Springer STAR 49 (damping design); Slotine
 J.-J. E., Li W. 1987, "On the adaptive control of robot manipulators", Int. J. Robotics
 Research 6(3):49–59 (the C(q, q̇) q̇_d feed-forward).
 """
@@ -56,27 +56,29 @@ class JointImpedanceLaw:
         self.friction_smoothing = number(f'{prefix}.friction_smoothing', friction_smoothing,
                                          positive=True)
 
-    def damping_matrix(self, q):
+    def damping_matrix(self, q, M=None):
         """D (n, n) at q: diag(damping), or 2ζ (M(q) # K)."""
         if self.damping is not None:
             return np.diag(self.damping)
-        M = dynamics.mass_matrix(self.model, q)
+        M = dynamics.mass_matrix(self.model, q) if M is None else M
         return damping_from_ratio(M, self.stiffness, self.damping_ratio)
 
     def effort(self, q, qd, q_ref, qd_ref, qdd_ref):
         q = np.asarray(q, dtype=float)
         qd = np.asarray(qd, dtype=float)
         q_ref = np.asarray(q_ref, dtype=float)
-        qd_ref = np.asarray(qd_ref, dtype=float)
+        qd_error = np.asarray(qd_ref, dtype=float) - qd
         tau = self.stiffness * (q_ref - q) + dynamics.gravity_torques(self.model, q)
+        M = None
         if self.damping is not None:
-            tau = tau + self.damping * (qd_ref - qd)
+            tau = tau + self.damping * qd_error
         else:
-            tau = tau + self.damping_matrix(q) @ (qd_ref - qd)
+            M = dynamics.mass_matrix(self.model, q)
+            tau = tau + damping_from_ratio(M, self.stiffness, self.damping_ratio) @ qd_error
         if self.feedforward != 'none':
             tau = tau + coriolis_product(self.model, q, qd, qd_ref)
         if self.feedforward == 'inverse_dynamics':
-            qdd_ref = np.asarray(qdd_ref, dtype=float)
-            tau = (tau + dynamics.mass_matrix(self.model, q) @ qdd_ref
+            M = dynamics.mass_matrix(self.model, q) if M is None else M
+            tau = (tau + M @ np.asarray(qdd_ref, dtype=float)
                    + smoothed_friction(self.model, qd_ref, self.friction_smoothing))
         return tau

@@ -7,8 +7,8 @@ It bounds the jerk a law switch, a target jump or a new gain sends to the drives
 "effort rate limit" of drive commissioning); it adds at most a ramp of |Δτ| / r seconds.
 
 Source: the rate limiter of sampled control, e.g. Åström K. J., Wittenmark B. 1997,
-"Computer-Controlled Systems: Theory and Design", 3rd ed., Prentice Hall, §9.4 (actuator
-saturation and rate limits).
+"Computer-Controlled Systems: Theory and Design", 3rd ed., Prentice Hall (actuator
+saturation and rate limits in sampled loops).
 """
 
 import numpy as np
@@ -40,7 +40,9 @@ class EffortRateLimiter:
     def last(self):
         return None if self._last is None else self._last.copy()
 
-    def limit(self, tau):
+    def limit(self, tau, dt=None):
+        """τ moved from the last output by at most rate·period per joint (rate·dt when `dt`,
+        the time since the last output in s, is given: a cycle that came late)."""
         tau = np.asarray(tau, dtype=float)
         if self._last is None:
             out = tau.copy()
@@ -48,6 +50,8 @@ class EffortRateLimiter:
             if self._step.size not in (1, tau.size):
                 raise ValueError(f'effort_rate_limit: {self._step.size} rates for '
                                  f'{tau.size} efforts')
-            out = self._last + np.clip(tau - self._last, -self._step, self._step)
+            step = self._step if dt is None else np.where(
+                self.rate > 0.0, self.rate * max(float(dt), 0.0), np.inf)
+            out = self._last + np.clip(tau - self._last, -step, step)
         self._last = out
         return out.copy()
