@@ -833,6 +833,8 @@ class ComputedTorqueController(Node):
         self._fill(output, stamp, (), (), tau)
         self._output_pub.publish(output)
         self._action.publish_state(stamp, reference, self._q, self._qd, tau)
+        if self._cartesian.wanted:
+            self._cartesian.publish_tool_pose(stamp)
 
     @staticmethod
     def _fill(msg, stamp, position, velocity, effort):

@@ -10,24 +10,24 @@
   [m/s, rad/s] for tracking a moving target: it applies to the latest target pose and is
   cleared by the next `~/target_pose` (send the pose, then its twist).
 - `~/tool_pose` (geometry_msgs/PoseStamped, base frame): the measured pose of the
-  controlled frame (the model's tip frame times `cartesian.tool`) under every law, at
-  state_publish_rate (every control period when that is 0), while somebody subscribes.
+  controlled frame (the model's tip frame times `cartesian.tool`) under every law, with
+  ~/feedback (publish_state, at most state_publish_rate), while somebody subscribes.
 
-Nothing here runs in the control cycle: the messages arrive between cycles and the tool pose
-is published by a timer of its own.
+The messages arrive between cycles; the cycle itself tests one flag (`wanted`, kept by the
+publisher's matched events), and computes the tool pose after the effort went out.
 """
 
 import math
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.event_handler import PublisherEventCallbacks
 
 from robot_dynamics import control, kinematics
 from robot_dynamics.nodes.common import control_laws
 
 THROTTLE = 2.0              # s between repeated warnings
 UNIT_TOLERANCE = 1.0e-3     # |‖q‖ − 1| accepted for a target quaternion
-ON_STATE_RATE = 100.0       # Hz: the tool pose rate in on_state mode with state_publish_rate 0
 
 
 class CartesianTopics:
@@ -37,10 +37,14 @@ class CartesianTopics:
         self.node = node
         node.create_subscription(PoseStamped, '~/target_pose', self._on_target_pose, 10)
         node.create_subscription(TwistStamped, '~/target_twist', self._on_target_twist, 10)
-        self._tool_pose_pub = node.create_publisher(PoseStamped, '~/tool_pose', 10)
-        rate = node.state_publish_rate or (node.control_rate if node.control_mode == 'timer'
-                                           else ON_STATE_RATE)
-        node.create_timer(1.0 / rate, self._publish_tool_pose)
+        self.wanted = False         # ~/tool_pose has subscribers
+        self._tool_pose_pub = node.create_publisher(
+            PoseStamped, '~/tool_pose', 10,
+            event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
+        self._msg = PoseStamped()
+
+    def _on_matched(self, info):
+        self.wanted = info.current_count > 0
 
     @property
     def base_frame(self):
@@ -106,10 +110,9 @@ class CartesianTopics:
             return
         law.target = law.target._replace(velocity=velocity)
 
-    def _publish_tool_pose(self):
+    def publish_tool_pose(self, stamp):
+        """~/tool_pose at the measured q (called by the cycle when `wanted`)."""
         node = self.node
-        if not node._ready or self._tool_pose_pub.get_subscription_count() == 0:
-            return
         law = node.law
         if isinstance(law, control_laws.CartesianLaw):
             position, quaternion = law.law.pose(node._q)
@@ -118,8 +121,8 @@ class CartesianTopics:
                                              node.law_settings['cartesian.tool'])
             position = transform[:3, 3]
             quaternion = kinematics.quaternion_from_matrix(transform[:3, :3])
-        msg = PoseStamped()
-        msg.header.stamp = node.get_clock().now().to_msg()
+        msg = self._msg
+        msg.header.stamp = stamp
         msg.header.frame_id = self.base_frame
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
             float(v) for v in position)

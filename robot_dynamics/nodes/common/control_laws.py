@@ -291,34 +291,29 @@ def build_law(model, kp, kd, settings):
 
 
 class EffortRateLimit:
-    """|τ_k − τ_{k−1}| <= rate (t_k − t_{k−1}) per joint, on the cycle times t (the
-    control period of either control mode, on_state's varying with the states). The first
-    effort after `reset()` passes unchanged."""
+    """control.EffortRateLimiter on the cycle times t: |τ_k − τ_{k−1}| <= rate (t_k −
+    t_{k−1}) per joint, the control period of either mode (on_state's follows the states).
+    The first effort after `reset()`, or after time went back, passes unchanged."""
 
     def __init__(self, rate):
-        self._free = rate <= 0.0        # joints without a limit
-        self.rate = np.where(self._free, 0.0, rate)
-        self._last = None
+        self.limiter = control.EffortRateLimiter(rate, 1.0)     # the period: dt of each cycle
         self._t = -math.inf
 
-    def reset(self, tau=None, t=-math.inf):
-        self._last = None if tau is None else np.array(tau, dtype=float)
-        self._t = t
+    def reset(self):
+        self.limiter.reset()
+        self._t = -math.inf
 
     def limit(self, tau, t):
-        last = self._last
-        if last is None or t < self._t:
-            self._last, self._t = np.array(tau, dtype=float), t
-            return tau
-        step = self.rate * (t - self._t)
-        limited = np.where(self._free, tau, np.clip(tau, last - step, last + step))
-        self._last, self._t = limited, t
-        return limited
+        if t < self._t:
+            self.limiter.reset()
+        dt, self._t = t - self._t, t
+        return self.limiter.limit(tau, dt if math.isfinite(dt) else None)
 
     def carried_from(self, other):
         """This limit continuing from the last effort of `other` (a rate change)."""
         if other is not None:
-            self._last, self._t = other._last, other._t
+            self.limiter.reset(other.limiter.last)
+            self._t = other._t
         return self
 
 
