@@ -237,3 +237,166 @@ def test_tool_pose_is_the_measured_tool_pose_in_the_base_frame(loop):
     np.testing.assert_allclose([p.x, p.y, p.z], expected[:3, 3], atol=1e-6)
     np.testing.assert_allclose(kinematics.matrix_from_quaternion([o.x, o.y, o.z, o.w]),
                                expected[:3, :3], atol=1e-6)
+
+
+# ------------------------------------------------------------------ more through the nodes
+
+def wrench_message(force, frame=''):
+    from geometry_msgs.msg import WrenchStamped
+    msg = WrenchStamped()
+    msg.header.frame_id = frame
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(f) for f in force)
+    return msg
+
+
+def push(harness, operator, force):
+    """The plant's ~/external_wrench: `force` [N, base frame] on the tip from now on."""
+    from geometry_msgs.msg import WrenchStamped
+    if not hasattr(operator, 'wrench'):
+        operator.wrench = operator.create_publisher(WrenchStamped,
+                                                    '/plant_simulator/external_wrench', 10)
+        harness.spin_until(lambda: operator.wrench.get_subscription_count() > 0,
+                           'the plant\'s ~/external_wrench')
+    operator.wrench.publish(wrench_message(force))
+
+
+def test_joint_impedance_deflects_under_a_push_by_the_inverse_stiffness(loop):
+    """A constant tip force F on the arm held by a joint impedance: at rest
+    K (q − q_held) = Jᵀ(q) F (the plant applies F at the tip; the law adds g(q)), with J
+    from the kinematics module and K the stiffness set here."""
+    harness, plant, controller, operator = loop
+    # 400 1/s² × the mass matrix diagonal at START: 20 rad/s, stable in the 100 Hz loop
+    stiffness = np.array([967.0, 572.0, 144.0, 0.7, 0.26, 0.016])
+    (result,) = set_parameters(harness, operator, doubles('joint_impedance.stiffness',
+                                                          stiffness))
+    assert result.successful, result.reason
+    switch(harness, operator, 'joint_impedance')
+    wait_cycles(harness, operator, 5)
+    held = plant.q.copy()
+    force = np.array([5.0, -3.0, 4.0])
+    push(harness, operator, force)
+    wait_cycles(harness, operator, 600)
+    assert np.max(np.abs(plant.qd)) < 1e-4
+    J = kinematics.jacobian(controller.model, plant.q)
+    np.testing.assert_allclose(stiffness * (plant.q - held), J[:3].T @ force, atol=2e-3)
+    assert np.max(np.abs(plant.q - held)) > 0.005        # a deflection to measure
+
+
+def test_gravity_compensation_floats_after_a_push_and_damping_brings_it_to_rest(loop):
+    harness, plant, controller, operator = loop
+    # 5 1/s × the mass matrix diagonal at START (a damping time of 0.2 s on each joint)
+    (result,) = set_parameters(harness, operator, doubles(
+        'gravity_compensation.damping', [12.0, 7.0, 1.8, 0.009, 0.003, 0.0002]))
+    assert result.successful, result.reason
+    switch(harness, operator, 'gravity_compensation')
+    start = plant.q.copy()
+    push(harness, operator, [0.0, 10.0, 0.0])
+    wait_cycles(harness, operator, 20)
+    push(harness, operator, [0.0, 0.0, 0.0])
+    wait_cycles(harness, operator, 600)
+    assert np.linalg.norm(plant.q - start) > 0.01        # moved away and stayed there
+    assert np.max(np.abs(plant.qd)) < 1e-3
+    wait_cycles(harness, operator, 100)
+    moved = plant.q.copy()
+    wait_cycles(harness, operator, 100)
+    np.testing.assert_allclose(plant.q, moved, atol=1e-3)     # floating, not sagging
+
+
+def test_a_joint_trajectory_under_joint_impedance_reaches_its_goal(loop):
+    harness, plant, controller, operator = loop
+    switch(harness, operator, 'joint_impedance')
+    goal = plant.q + np.array([0.1, -0.05, 0.05, 0.1, 0.1, 0.1])
+    point = JointTrajectoryPoint(positions=goal.tolist())
+    point.time_from_start.sec = 1
+    operator.trajectory.publish(JointTrajectory(joint_names=JOINTS, points=[point]))
+    harness.spin_until(lambda: operator.status == 'running', 'the trajectory running')
+    harness.spin_until(lambda: operator.status == 'finished', 'the trajectory finished')
+    wait_cycles(harness, operator, 300)
+    np.testing.assert_allclose(plant.q, goal, atol=1e-3)
+
+
+def test_a_switch_in_motion_is_spread_by_the_rate_limit(loop):
+    """A 0.1 rad step of the reference leaves computed torque asking for a large effort;
+    switching to gravity compensation then asks for g(q) at once: the effort goes there
+    no faster than effort_rate_limit."""
+    harness, plant, controller, operator = loop
+    rate = 50.0
+    (result,) = set_parameters(harness, operator, doubles('effort_rate_limit', [rate] * 6))
+    assert result.successful, result.reason
+    goal = plant.q.copy()
+    goal[1] += 0.1
+    operator.trajectory.publish(JointTrajectory(joint_names=JOINTS, points=[
+        JointTrajectoryPoint(positions=goal.tolist())]))
+    wait_cycles(harness, operator, 3)
+    start = len(operator.efforts)
+    switch(harness, operator, 'gravity_compensation')
+    wait_cycles(harness, operator, 100)
+    steps = np.diff(np.array(operator.efforts[start - 1:]), axis=0)
+    assert np.all(np.abs(steps) <= rate * CYCLE * (1.0 + 1e-9))
+    assert np.max(np.abs(steps)) == pytest.approx(rate * CYCLE, rel=1e-6)
+
+
+def test_target_twist_moves_the_target_reference_velocity(loop):
+    """~/target_twist sets the velocity of the latest target (the law's damping then
+    acts on v − v_d): kept on the law's target; a twist in another frame is refused."""
+    from geometry_msgs.msg import TwistStamped
+    harness, plant, controller, operator = loop
+    switch(harness, operator, 'cartesian_impedance')
+    wait_cycles(harness, operator, 2)
+    twist_pub = operator.create_publisher(TwistStamped, f'{CONTROLLER}/target_twist', 10)
+    harness.spin_until(lambda: twist_pub.get_subscription_count() > 0, 'the subscription')
+    warnings = []
+    controller._cartesian._warn = warnings.append
+    msg = TwistStamped()
+    msg.header.frame_id = 'tool0'
+    twist_pub.publish(msg)
+    harness.spin_until(lambda: warnings, 'the refusal')
+    assert 'target_twist.header.frame_id' in warnings[0]
+    msg.header.frame_id = ''
+    msg.twist.linear.x = 0.01
+    twist_pub.publish(msg)
+    harness.spin_until(lambda: controller.law.target.velocity is not None, 'the twist')
+    np.testing.assert_array_equal(controller.law.target.velocity, [0.01, 0, 0, 0, 0, 0])
+    operator.target.publish(pose_message(kinematics.tool_pose(controller.model, plant.q)))
+    harness.spin_until(lambda: controller.law.target.velocity is None, 'a new target')
+
+
+def test_a_follow_joint_trajectory_goal_under_cartesian_impedance_is_refused(loop):
+    pytest.importorskip('control_msgs', reason='control_msgs is not built here')
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient
+    harness, plant, controller, operator = loop
+    switch(harness, operator, 'cartesian_impedance')
+    client = ActionClient(operator, FollowJointTrajectory,
+                          f'{CONTROLLER}/follow_joint_trajectory')
+    harness.spin_until(client.server_is_ready, 'the action server')
+    point = JointTrajectoryPoint(positions=(plant.q + 0.05).tolist())
+    point.time_from_start.sec = 1
+    goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=JOINTS,
+                                                                 points=[point]))
+    sent = client.send_goal_async(goal)
+    harness.spin_until(sent.done, 'the goal response')
+    result = sent.result().get_result_async()
+    harness.spin_until(result.done, 'the result')
+    outcome = result.result().result
+    assert outcome.error_code != FollowJointTrajectory.Result.SUCCESSFUL
+    assert 'control_law is cartesian_impedance' in outcome.error_string
+    client.destroy()
+
+
+def test_sim_cartesian_demo_moves_the_tool_to_its_target():
+    import os
+    import re
+    import subprocess
+    import sys
+    from ros_testing import REPO
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    result = subprocess.run(
+        [sys.executable, '-m', 'robot_dynamics.nodes.sim', '--duration', '3', '--robot',
+         'panda', '--integration-step', '0.002', '--control-law', 'cartesian_impedance'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines()
+                if line.startswith('cartesian_impedance: tool moved'))
+    moved = [float(v) for v in re.search(r'\[(.*?)\] mm', line).group(1).split(',')]
+    np.testing.assert_allclose(moved, [0.0, 0.0, 50.0], atol=1.0)     # mm
