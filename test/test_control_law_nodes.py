@@ -147,6 +147,9 @@ def test_effort_rate_limit_bounds_the_effort_change_in_both_directions(loop):
     (doubles('gravity_compensation.damping', [0.0, float('nan')] + [0.0] * 4),
      'gravity_compensation.damping[1]'),
     (string('joint_impedance.feedforward', 'full'), 'joint_impedance.feedforward'),
+    (doubles('cartesian.nullspace_damping', [1.0] * 4), 'cartesian.nullspace_damping'),
+    (doubles('cartesian.max_target_step', [0.1, 0.0]), 'cartesian.max_target_step[1]'),
+    (doubles('cartesian.nullspace_posture', [0.0] * 5), 'cartesian.nullspace_posture'),
 ])
 def test_bad_law_parameters_are_refused_naming_the_parameter(loop, parameter, fragment):
     harness, _, controller, operator = loop

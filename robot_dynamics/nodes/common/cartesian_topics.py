@@ -38,9 +38,13 @@ class CartesianTopics:
         node.create_subscription(PoseStamped, '~/target_pose', self._on_target_pose, 10)
         node.create_subscription(TwistStamped, '~/target_twist', self._on_target_twist, 10)
         self.wanted = False         # ~/tool_pose has subscribers
-        self._tool_pose_pub = node.create_publisher(
-            PoseStamped, '~/tool_pose', 10,
-            event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
+        self._counted = False       # without matched events: count them at each publish
+        try:
+            events = PublisherEventCallbacks(matched=self._on_matched)
+        except TypeError:           # an rclpy without matched events (Humble)
+            events, self.wanted, self._counted = None, True, True
+        self._tool_pose_pub = node.create_publisher(PoseStamped, '~/tool_pose', 10,
+                                                    event_callbacks=events)
         self._msg = PoseStamped()
 
     def _on_matched(self, info):
@@ -113,6 +117,8 @@ class CartesianTopics:
     def publish_tool_pose(self, stamp):
         """~/tool_pose at the measured q (called by the cycle when `wanted`)."""
         node = self.node
+        if self._counted and self._tool_pose_pub.get_subscription_count() == 0:
+            return
         law = node.law
         if isinstance(law, control_laws.CartesianLaw):
             position, quaternion = law.law.pose(node._q)

@@ -30,12 +30,11 @@ DEFAULT_BASE_FRAME = 'base_link'
 # Default stiffnesses: the computed-torque default's kp = 100 1/s² (10 rad/s natural
 # frequency, well inside a 100 Hz loop) times the inertia each axis feels at the middle of
 # the position limits (0 where unlimited): joint i M_ii; Cartesian: the smallest effective
-# mass (inertia) 1 / (J M⁻¹ Jᵀ)_ii of the translational (rotational) axes (Khatib 1987). Values from the effort
-# limits or fixed numbers would not do: a PUMA 560's last link feels 4e-5 kg m², a stiffness
-# of franka_ros's 10 N m/rad makes that axis unstable at 100 Hz.
+# mass (inertia) 1 / (J M⁻¹ Jᵀ)_ii of the translational (rotational) axes (Khatib 1987).
+# Values from the effort limits or fixed numbers would not do: a PUMA 560's last link feels
+# 4e-5 kg m², a stiffness of franka_ros's 10 N m/rad makes that axis unstable at 100 Hz.
 NATURAL_FREQUENCY = 10.0                # rad/s
 MAX_TARGET_STEP = [0.1, 0.5]            # m, rad
-NULLSPACE_STIFFNESS = 10.0              # N m/rad
 
 
 def reference_posture(model):
@@ -197,9 +196,16 @@ PARAMETERS = {
         'the task (redundant arms); empty: none',
         _posture),
     'cartesian.nullspace_stiffness': (
-        lambda model: NULLSPACE_STIFFNESS,
-        'cartesian_impedance: stiffness of the nullspace posture [N m/rad], >= 0',
-        lambda name, value, model: as_float(name, value, minimum=0.0)),
+        default_joint_stiffness,
+        'cartesian_impedance: per joint stiffness towards cartesian.nullspace_posture '
+        '[N m/rad | N/m], >= 0, damped with ratio 1; default: as joint_impedance.stiffness',
+        lambda name, value, model: _nonnegative(name, value, model.n)),
+    'cartesian.nullspace_damping': (
+        lambda model: [],
+        'cartesian_impedance: per joint damping of the self-motion [N m s/rad | N s/m], '
+        '>= 0, also without a posture (a redundant arm\'s self-motion then comes to rest); '
+        'empty: none without a posture, ratio 1 with one',
+        lambda name, value, model: _nonnegative(name, value, model.n, empty=True)),
     'cartesian.max_target_step': (
         lambda model: list(MAX_TARGET_STEP),
         'cartesian_impedance: the target is followed at most this far from the current '
@@ -284,6 +290,7 @@ def build_law(model, kp, kd, settings):
             tool=settings['cartesian.tool'],
             nullspace_posture=settings['cartesian.nullspace_posture'],
             nullspace_stiffness=settings['cartesian.nullspace_stiffness'],
+            nullspace_damping=settings['cartesian.nullspace_damping'],
             max_target_step=settings['cartesian.max_target_step']))
         law.hold(zero)
     law.effort(zero, zero, zero, zero, zero)        # binds the model's kernels now

@@ -13,6 +13,7 @@ NAMES = {
         'cartesian.damping',
         'cartesian.damping_ratio',
         'cartesian.max_target_step',
+        'cartesian.nullspace_damping',
         'cartesian.nullspace_posture',
         'cartesian.nullspace_stiffness',
         'cartesian.stiffness',
