@@ -403,3 +403,37 @@ def test_sim_cartesian_demo_moves_the_tool_to_its_target():
                 if line.startswith('cartesian_impedance: tool moved'))
     moved = [float(v) for v in re.search(r'\[(.*?)\] mm', line).group(1).split(',')]
     np.testing.assert_allclose(moved, [0.0, 0.0, 50.0], atol=1.0)     # mm
+
+
+def test_a_law_from_the_parameter_file_holds_the_start_pose():
+    """control_law given at start-up (not switched): the first cycle holds the measured tool
+    pose, the efforts are the gravity torques and the arm stays."""
+    harness = RosHarness(PUMA, SIM)
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
+            Parameter('real_time_factor', value=0.0),
+            Parameter('integration_step', value=0.005),
+            Parameter('initial_positions', value=START)]))
+        controller = harness.add(ComputedTorqueController(
+            context=harness.context, parameter_overrides=[
+                Parameter('use_sim_time', value=True),
+                Parameter('control_law', value='cartesian_impedance')]))
+        operator = harness.add(Operator(harness.context))
+        harness.spin_until(lambda: len(operator.efforts) >= 100, '100 control cycles')
+        assert controller._law_name == 'cartesian_impedance'
+        np.testing.assert_allclose(plant.q, START, atol=1e-4)
+        np.testing.assert_allclose(operator.efforts[-1], dynamics.gravity_torques(
+            controller.model, plant.q), atol=0.05)
+    finally:
+        harness.close()
+
+
+def test_an_unknown_law_in_the_parameter_file_stops_the_node_naming_it():
+    from robot_dynamics.nodes.common.ros_params import ConfigurationError
+    harness = RosHarness(PUMA, SIM)
+    try:
+        with pytest.raises(ConfigurationError, match='control_law'):
+            ComputedTorqueController(context=harness.context, parameter_overrides=[
+                Parameter('control_law', value='impedance')])
+    finally:
+        harness.close()
