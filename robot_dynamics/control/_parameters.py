@@ -28,7 +28,6 @@ def per_axis(name, values, n, positive=False, allow_inf=False, what='values'):
             bound = '> 0' if positive else '>= 0'
             kind = 'finite or inf' if allow_inf else 'finite'
             raise ValueError(f'{name}[{i}]: must be {kind} and {bound}, got {v}')
-    array.setflags(write=False)
     return array
 
 
@@ -73,5 +72,4 @@ def finite_vector(name, values, n):
     for i, v in enumerate(array):
         if not math.isfinite(v):
             raise ValueError(f'{name}[{i}]: must be finite, got {v}')
-    array.setflags(write=False)
     return array
