@@ -2,9 +2,9 @@
 
 Each cycle: sample the reference (q_d, q̇_d, q̈_d) of the current trajectory and publish
 τ = inverse_dynamics(q, q̇, q̈_d + Kd(q̇_d − q̇) + Kp(q_d − q)) ([LEE] eq. 4.4: one
-Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order. The live parameter
-`control_law` switches to gravity compensation, joint or Cartesian impedance
-(nodes/common/control_laws.py, doc/control-laws.md).
+Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order.
+The live parameter `control_law` switches to gravity compensation, joint or Cartesian
+impedance (nodes/common/control_laws.py, doc/control-laws.md).
 Interfaces: README "Topics and parameters"; parameters: doc/parameters.md; failure behaviour:
 doc/safety.md.
 """
