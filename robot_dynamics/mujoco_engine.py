@@ -8,7 +8,7 @@ control", IROS 2012; ``pip install mujoco``) is optional: it is imported where u
   inertial (mass, centre of mass and full inertia tensor, payload included in the last),
   the joint's rotor inertia as ``armature``, viscous friction as ``damping`` and the
   Coulomb level as ``frictionloss``, finite position limits as ``limited`` ranges; a site
-  per named frame (`engines.link_frames`: ``link_1``.. ``link_n`` and ``tool`` of a DH
+  per named frame (`engine_frames.link_frames`: ``link_1``.. ``link_n`` and ``tool`` of a DH
   model, the URDF links of a URDF model); gravity the model's; no collision geometry.
 * `urdf_model(urdf, joints, ...)`: a URDF compiled by MuJoCo itself, with drive terms.
 * `MujocoEngine`: ``mj_step`` under the efforts (``qfrc_applied`` on the controller's
@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from robot_dynamics import engines
+from robot_dynamics import engine_frames
 
 INTEGRATORS = {'rk4': 'RK4', 'euler': 'Euler'}   # the plant's integration_method
 PLACEHOLDER_MASS = 1.0e-6  # kg (and kg m²) written for a body without mass or inertia
@@ -118,7 +118,7 @@ def model_to_mjcf(model, joint_names=None, limits=True, timestep=0.001, integrat
     names = list(joint_names or model.joint_names or [f'joint_{i + 1}' for i in range(n)])
     if len(names) != n or len(set(names)) != n:
         raise ValueError(f'joint_names: expected {n} distinct names, got {names}')
-    frames, _, _ = engines.link_frames(model)
+    frames, _, _ = engine_frames.link_frames(model)
     bodies = _body_names(model, frames)
     root = ET.Element('mujoco', model=name)
     compiler = ET.SubElement(root, 'compiler', angle='radian', autolimits='false',
@@ -358,11 +358,11 @@ class MujocoEngine:
     # ------------------------------------------------------------------ the wrench
 
     def frames(self):
-        """(frames, base, tip): generated: `engines.link_frames` of the model; a user's
+        """(frames, base, tip): generated: `engine_frames.link_frames` of the model; a user's
         file: its bodies (moved by a joint) and sites, by name; the tip: the body of the
         last controller joint."""
         if self.generated:
-            return engines.link_frames(self.robot_model)
+            return engine_frames.link_frames(self.robot_model)
         mj = self.mj
         names = {}
         for b in range(1, mj.nbody):
@@ -377,9 +377,9 @@ class MujocoEngine:
     def set_wrench(self, frame, force, moment):
         """The wrench [force; moment] (world = base frame, moment about the frame's origin)
         on `frame` from now on; all zero clears it."""
-        w = engines.wrench_vector(force, moment)
+        w = engine_frames.wrench_vector(force, moment)
         frames, base, tip = self.frames()
-        engines.resolve_frame(frames, base, tip, frame)
+        engine_frames.resolve_frame(frames, base, tip, frame)
         name = frame or tip
         mj = self.mj
         if self.generated or frames[name][0] == 'site':

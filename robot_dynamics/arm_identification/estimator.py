@@ -443,8 +443,10 @@ class _Equations:
         laws, velocities, n = self.laws, self.velocities, self.n
         key = (laws[j], float(velocities[j]))
         for Yr, d, f in zip(self.Y, self.data, self.filtered):
+            # a scale off the prepared grid is made now (and not kept)
+            feature = f[key] if key in f else _scale_feature(d, laws, key)
             columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
-                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
+                                       {'sign': f['sign'][:, [j]], key: feature[:, [j]]})
             k_ = Yr.shape[-1] // n
             for t, term in self.level_terms:
                 Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
@@ -460,26 +462,68 @@ class _Equations:
         self.h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
 
 
+def _scale_feature(data, laws, key):
+    """The prepared feature of `key` ((law, v_s)) for every joint with that law, made from
+    the recording like the grid's (`_prepare`'s `feature`)."""
+    keys, functions = _feature_functions(
+        laws, [[key[1]] if law == key[0] else [] for law in laws])
+    return data.feature(*functions[keys.index(key)])
+
+
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+SCALE_TOLERANCE = 1e-3      # relative: the refined v_s's bracket is narrower than this
+
+
 def _search_velocity_scales(equations, smooth, grid, ix, weights0):
     """The velocity scales of the `smooth` joints: a search over the grid, one joint at a
     time (two sweeps), each keeping the v_s whose weighted least-squares fit of the base
-    parameters `ix` leaves the smallest residual."""
+    parameters `ix` leaves the smallest residual; then each refined between its grid
+    neighbours (a golden-section search in log v_s, two sweeps).
+
+    The refinement matters: the Stribeck level and v_s trade against each other, so a v_s
+    one grid step (a factor 1.26) off moves the identified level by about a third, and
+    which of two grid points next to the true v_s fits better can turn on rounding (it
+    differed between two BLAS builds of the same numpy)."""
     G_j, h_j, yy = equations.G_j, equations.h_j, equations.yy
 
-    def weighted_residual():
+    def weighted_residual(j, v):
+        equations.set_velocity(j, v)
         G, h = _weighted(G_j, h_j, weights0, ix)
         x = _inverse(G, h)
         return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
     velocities = equations.velocities
     for _ in range(2):
         for j in smooth:
-            best = None
-            for v in sorted(set([velocities[j], *grid])):
-                equations.set_velocity(j, v)
-                value = weighted_residual()
-                if best is None or value < best[0]:
-                    best = (value, v)
+            best = min((weighted_residual(j, v), v) for v in sorted(set([velocities[j], *grid])))
             equations.set_velocity(j, best[1])
+    points = np.log(sorted(grid))
+    for _ in range(2):
+        for j in smooth:
+            v = math.log(velocities[j])
+            low = points[points < v - 1e-12]
+            high = points[points > v + 1e-12]
+            bracket = (low[-1] if low.size else v, high[0] if high.size else v)
+            equations.set_velocity(j, math.exp(_golden_section(
+                lambda x: weighted_residual(j, math.exp(x)), *bracket, v,
+                math.log1p(SCALE_TOLERANCE))))
+
+
+def _golden_section(f, a, b, start, tolerance):
+    """The minimiser of f on [a, b] by golden-section search to `tolerance`, or `start`
+    where f is no larger (f unimodal near its grid minimum is all that is assumed)."""
+    best = (f(start), start)
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tolerance:
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = f(d)
+    return min(best, (fc, c), (fd, d))[1]
 
 
 def _relative_fit(equations, ix, weights):

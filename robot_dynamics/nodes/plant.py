@@ -47,13 +47,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import engines, integration
+from robot_dynamics.model_checks import singular_mass_matrix_message
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
     declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
-from robot_dynamics.nodes.common.runner import (domain_in_use_message,
+from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               own_loop_after_the_model, run, StartRefused)
 
 NODE_NAME = 'plant_simulator'
@@ -85,6 +86,9 @@ class PlantSimulator(Node):
         self._declare_parameters()
         if self.drives_compensate_gravity:   # g(q) added to every command: weightless
             self.model = model.with_gravity((0.0, 0.0, 0.0))
+        singular = singular_mass_matrix_message(self.model)   # no forward dynamics
+        if singular:
+            raise ConfigurationError(f'robot: {singular}')
         n = self.model.n
         self._step = integration.METHODS[self.method]
         self._stops = None
@@ -531,6 +535,9 @@ class PlantSimulator(Node):
                 'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
 
     def destroy_node(self):
+        lock, self.domain_lock = getattr(self, 'domain_lock', None), None
+        if lock is not None:          # the domain's simulation lock (`_refuse_a_second_clock`)
+            lock.close()
         # getattr: a start-up that failed half-way (bad parameter) has no counters yet
         if getattr(self, 'ticks', 0) and not self.publish_clock:
             stats = self.loop_statistics()
@@ -688,10 +695,14 @@ def _own_loop(node):
 
 
 def _refuse_a_second_clock(node, executor, running):
-    """The plant executable with publish_clock: up to domain_check_wait wall s of
-    discovery (the executor runs meanwhile); another /clock publisher on the ROS domain
-    (another simulation, a bag played with --clock) raises StartRefused: two simulated
-    clocks on one domain drive each other's nodes."""
+    """The plant executable with publish_clock: the domain's simulation lock
+    (`runner.lock_domain`: another simulation of this machine starting at the same
+    moment), then up to domain_check_wait wall s of discovery (the executor runs
+    meanwhile); another /clock publisher on the ROS domain (another simulation, a bag
+    played with --clock) raises StartRefused: two simulated clocks on one domain drive
+    each other's nodes. domain_check_wait 0: neither."""
+    if node.domain_check_wait > 0.0 and getattr(node, 'domain_lock', None) is None:
+        node.domain_lock = lock_domain()     # a simulation starting at the same moment
     deadline = time.monotonic() + node.domain_check_wait
     while running() and node.context.ok():
         if node.count_publishers('/clock') > 1:          # ours and another
