@@ -55,7 +55,7 @@ for _path in (REPO, os.path.join(REPO, 'benchmarks')):
 from robot_dynamics import arm_identification as ai  # noqa: E402
 from robot_dynamics import dynamics, mujoco_engine  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
-import robot_dynamics.urdf  # noqa: E402,F401  (registers robot.source urdf)
+import robot_dynamics.model.urdf  # noqa: E402,F401  (registers robot.source urdf)
 import realistic_recordings as rr  # noqa: E402
 
 UR5_URDF = os.path.join(REPO, 'test', 'data', 'ur5.urdf')

@@ -8,6 +8,6 @@ from robot_dynamics import _startup
 
 _startup.quiet_interrupt_while_starting()   # Ctrl-C before an executable runs: exit 130
 
-from robot_dynamics import urdf as _urdf   # noqa: E402,F401 - RobotModel reads robot.source urdf
+from robot_dynamics.model import urdf as _urdf   # noqa: E402,F401 - RobotModel reads robot.source urdf
 
 __version__ = '0.1.0'

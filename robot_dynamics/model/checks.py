@@ -79,7 +79,7 @@ def urdf_link_names(model):
     if model.source != 'urdf' or not model.joint_names:
         return None
     try:
-        from robot_dynamics import urdf      # the URDF reader builds on the model module
+        from robot_dynamics.model import urdf   # the URDF reader builds on the model module
         params = model.to_params()
         robot = urdf.parse_urdf(params.get('urdf') or urdf.read_urdf_file(
             params['urdf_file']))
