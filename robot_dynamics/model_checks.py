@@ -1,5 +1,7 @@
-"""Moved to robot_dynamics.model.checks; this module keeps old imports working
-(`robot_dynamics.model_checks` is that module itself, so attributes set on one are seen by both)."""
+"""Moved to robot_dynamics.model.checks; this module keeps old imports working.
+
+It is an alias of the moved module (sys.modules), so attributes set on one are seen by both.
+"""
 
 import sys
 

@@ -1,5 +1,7 @@
-"""Moved to robot_dynamics.model.urdf; this module keeps old imports working
-(`robot_dynamics.urdf` is that module itself, so attributes set on one are seen by both)."""
+"""Moved to robot_dynamics.model.urdf; this module keeps old imports working.
+
+It is an alias of the moved module (sys.modules), so attributes set on one are seen by both.
+"""
 
 import sys
 
