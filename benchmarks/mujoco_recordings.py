@@ -53,7 +53,8 @@ for _path in (REPO, os.path.join(REPO, 'benchmarks')):
         sys.path.insert(0, _path)
 
 from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics import dynamics, mujoco_engine  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.simulation import mujoco_engine  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 import robot_dynamics.model.urdf  # noqa: E402,F401  (registers robot.source urdf)
 import realistic_recordings as rr  # noqa: E402

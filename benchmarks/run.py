@@ -330,7 +330,7 @@ def mujoco_row(table, model, repeats):
     the same compiled model, sampled alternately; skipped without mujoco."""
     try:
         import mujoco
-        from robot_dynamics import mujoco_engine
+        from robot_dynamics.simulation import mujoco_engine
     except ImportError:
         print('# MuJoCo row skipped: it needs mujoco (pip install mujoco)')
         return

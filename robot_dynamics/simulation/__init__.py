@@ -21,7 +21,7 @@ import numpy as np
 
 from robot_dynamics import dynamics
 from robot_dynamics.control import ComputedTorqueLaw
-from robot_dynamics.integration import rk4_step
+from robot_dynamics.simulation.integration import rk4_step
 
 __all__ = ['ClosedLoopRun', 'simulate_closed_loop', 'computed_torque', 'pd', 'pd_gravity',
            'effort_gains', 'hold', 'max_tracking_error']
