@@ -22,7 +22,6 @@ and keeps ``'generated'``. All give the same results to rounding; non-finite inp
 joint-space inertias always take the reference path.
 """
 
-import functools
 import os
 import warnings
 
@@ -117,7 +116,7 @@ def _single(model, name):
         if _backend == 'reference':
             run = _no_runner
         elif _backend == 'numba':
-            run = functools.partial(_NUMBA_ONE[name], model)
+            run = _numba_loops.runner(model, name)
         else:
             run = _python_runner(model, name)
         runners[name] = run
@@ -182,11 +181,6 @@ def _finished(fn, values):
     return np.array(out)
 
 
-_NUMBA_ONE = {'rnea': _numba_loops.inverse_dynamics_one,
-              'rnea_wrench': _numba_loops.inverse_dynamics_one,
-              'bias': _numba_loops.bias_forces_one, 'gravity': _numba_loops.gravity_torques_one,
-              'aba': _numba_loops.forward_dynamics_one,
-              'aba_wrench': _numba_loops.forward_dynamics_one}
 _NUMBA_BATCH = {'rnea': _numba_loops.inverse_dynamics_batch,
                 'bias': _numba_loops.bias_forces_batch,
                 'gravity': _numba_loops.gravity_torques_batch,
