@@ -30,7 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import codegen  # noqa: E402
+from robot_dynamics.dynamics import codegen  # noqa: E402
 from robot_dynamics.control import ComputedTorqueLaw  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 

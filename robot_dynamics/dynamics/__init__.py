@@ -13,11 +13,11 @@ gravity and friction, so that ``inverse_dynamics == mass_matrix @ q̈ + bias_for
 Units: SI; efforts in N·m (revolute) or N (prismatic).
 
 Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dynamics` run
-straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
+straight-line code generated for the model (`robot_dynamics.dynamics.codegen`, compiled on first
 use) unless `set_backend('reference')` or the environment variable
 ``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
-`robot_dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba for
-every model (`robot_dynamics._numba_loops`) when numba is installed (optional), else warns
+`robot_dynamics.dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba for
+every model (`robot_dynamics.dynamics._numba_loops`) when numba is installed (optional), else warns
 and keeps ``'generated'``. All give the same results to rounding; non-finite inputs and singular
 joint-space inertias always take the reference path.
 """
@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
+from robot_dynamics.dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',

@@ -1,12 +1,12 @@
 """Optional accelerator for long chains: generic looped kernels compiled once by numba.
 
-`robot_dynamics._fast_numba` compiles the straight-line code generated per model; numba's
+`robot_dynamics.dynamics._fast_numba` compiles the straight-line code generated per model; numba's
 compile time grows steeply with its length. The kernels here are instead written once, as
 loops over the links with the 3-vector algebra spelled out in scalars (no temporary
 arrays), and take the model as one packed float64 array, so that one compilation serves
 every model of every length (cost O(n) per call, compile time independent of n).
 
-Algorithms, as in `robot_dynamics.algorithms` (which these must match to rounding):
+Algorithms, as in `robot_dynamics.dynamics.algorithms` (which these must match to rounding):
 - inverse dynamics: Newton–Euler (Craig's iterative form, [CRA] ch. 6 / [CSDN] §2), body
   wrenches taken about each body's origin with the first moment h = m c and the inertia
   about the origin;
@@ -56,8 +56,8 @@ import types
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, codegen
-from robot_dynamics.algorithms import steiner
+from robot_dynamics.dynamics import _fast_numba, codegen
+from robot_dynamics.dynamics.algorithms import steiner
 
 try:
     import numba

@@ -1,6 +1,6 @@
 """Straight-line dynamics code generated for one robot (the fast path; doc/performance.md).
 
-The algorithms of `robot_dynamics.algorithms` are traced once per model on a small
+The algorithms of `robot_dynamics.dynamics.algorithms` are traced once per model on a small
 expression graph whose leaves are the joint variables and the model's constants. The
 tracer folds every constant sub-expression and the exact zeros and ±1 of the chain's
 constant placements (DH placements are Rx(α)·Tx(a)), shares common sub-expressions and
@@ -42,7 +42,7 @@ import types
 
 import numpy as np
 
-from robot_dynamics.algorithms import steiner
+from robot_dynamics.dynamics.algorithms import steiner
 
 __all__ = ['source', 'kernel', 'operation_counts', 'KERNELS', 'BODY', 'last_body']
 
@@ -1263,7 +1263,7 @@ def _compile(model, name, mode):
         return _singular
     if mode == 'array':
         text = ast.fix_missing_locations(_InPlace().visit(ast.parse(text)))
-    code = compile(text, f'<robot_dynamics.codegen {name} {model!r}>', 'exec')
+    code = compile(text, f'<robot_dynamics.dynamics.codegen {name} {model!r}>', 'exec')
     exec(code, namespace)  # noqa: S102 - our own generated source, nothing external
     return namespace[name]
 

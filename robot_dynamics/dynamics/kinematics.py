@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
 
 __all__ = ['link_poses', 'tool_pose', 'jacobian', 'jacobian_dot_qd',
            'quaternion_from_matrix', 'matrix_from_quaternion']

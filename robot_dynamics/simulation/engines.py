@@ -23,7 +23,7 @@ integrator.
 
 import numpy as np
 
-from robot_dynamics import kinematics
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.simulation import integration
 from robot_dynamics.simulation.engine_frames import (FrameError, link_frames, resolve_frame,
                                                      TOOL, wrench_vector)

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from robot_dynamics import _numba_loops, codegen, dynamics
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import _numba_loops, codegen
 
 
 def rk4_step(model, q, qd, tau, dt):

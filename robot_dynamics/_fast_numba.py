@@ -1,0 +1,10 @@
+"""Moved to robot_dynamics.dynamics._fast_numba; this module keeps old imports working.
+
+It is an alias of the moved module (sys.modules), so attributes set on one are seen by both.
+"""
+
+import sys
+
+from robot_dynamics.dynamics import _fast_numba as _moved
+
+sys.modules[__name__] = _moved
