@@ -160,8 +160,8 @@ def arm_urdf(name):
 
 def mujoco_model(urdf, joints, armature, damping, frictionloss, timestep=2.5e-4,
                  integrator='RK4'):
-    """`robot_dynamics.mujoco_engine.urdf_model`: the URDF compiled by MuJoCo with the drive
-    terms; (model, qpos addresses, dof addresses) in the order of `joints`."""
+    """`robot_dynamics.simulation.mujoco_engine.urdf_model`: the URDF compiled by MuJoCo
+    with the drive terms; (model, qpos addresses, dof addresses) in the order of `joints`."""
     _mujoco()
     return mujoco_engine.urdf_model(urdf, joints, armature, damping, frictionloss,
                                     timestep, integrator)
