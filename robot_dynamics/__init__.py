@@ -6,9 +6,10 @@ model, URDF), `dynamics` (the public functions and their backends, kinematics, L
 loop, integration, engines); the nodes live in `robot_dynamics.nodes`.
 """
 
-from robot_dynamics import _startup
+from robot_dynamics import _moved, _startup
 
 _startup.quiet_interrupt_while_starting()   # Ctrl-C before an executable runs: exit 130
+_moved.install()                            # the flat module names of earlier versions
 
 from robot_dynamics.model import urdf as _urdf   # noqa: E402,F401 - registers robot.source urdf
 
