@@ -30,10 +30,10 @@ ROSDEP_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml'}
 SIM_LAUNCH = os.path.join(REPO, 'launch', 'sim.launch.py')
 MANAGED_LAUNCH = os.path.join(REPO, 'launch', 'controller_managed.launch.py')
 UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
-# ros2_control's executables, which only the ros2_control example starts (it needs them)
+# ros2_control's executables, which only the ros2_control launch files start (they need them)
 ROS2_CONTROL = {'controller_manager': {'ros2_control_node', 'spawner'},
                 'robot_state_publisher': {'robot_state_publisher'}}
-ROS2_CONTROL_LAUNCH = {'ros2_control_effort.launch.py'}
+ROS2_CONTROL_LAUNCH = {'ros2_control_effort.launch.py', 'ros2_control_sim.launch.py'}
 
 
 def parse(path):
