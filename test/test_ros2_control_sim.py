@@ -300,3 +300,35 @@ def test_the_arm_moves_through_the_stand_in_stack_with_the_launch_files(
         assert controller is not None
     finally:
         harness.close()
+
+
+def test_the_robot_description_executable_serves_the_urdf_to_late_subscribers():
+    """Transient local, as robot_state_publisher serves it: a subscriber created after the
+    publication still gets the URDF; a text without <robot> is refused naming the
+    parameter."""
+    pytest.importorskip('rclpy')
+    from rclpy.parameter import Parameter
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+    from robot_dynamics.nodes.common.ros_params import ConfigurationError
+    from robot_dynamics.nodes.robot_description import RobotDescriptionPublisher
+    from ros_testing import RosHarness
+    urdf = ros2_control_sim.description(
+        bringup.robot_description(os.path.join(CONFIG, 'planar2.yaml')), ['joint_1', 'joint_2'])
+    harness = RosHarness()
+    try:
+        with pytest.raises(ConfigurationError, match='robot_description'):
+            RobotDescriptionPublisher(context=harness.context, parameter_overrides=[
+                Parameter('robot_description', value='not xml')])
+        harness.add(RobotDescriptionPublisher(context=harness.context, parameter_overrides=[
+            Parameter('robot_description', value=urdf)]))
+        harness.spin_for(10)
+        got = []
+        probe = harness.add(__import__('rclpy').create_node('late', context=harness.context))
+        probe.create_subscription(String, '/robot_description', lambda m: got.append(m.data),
+                                  QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                             durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        harness.spin_until(lambda: got, 'the URDF')
+        assert got == [urdf]
+    finally:
+        harness.close()
