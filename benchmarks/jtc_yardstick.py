@@ -91,24 +91,28 @@ class Stack:
                 process.wait()
 
 
-def trial(args, which, duration, gains, folder):
-    """One run of `which`: 'jtc' (with `gains`, rows p, d, i per joint), 'ours' (this
-    controller through the same ros2_control stack) or 'direct' (plant <-> controller, no
-    ros2_control: the 1 kHz bring-up of config/sim_1khz.yaml); a dict of figures."""
-    import rclpy
-    from std_msgs.msg import Float64MultiArray
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
-    from trajectory_msgs.msg import JointTrajectory
-    from robot_dynamics.nodes.send_trajectory import trajectory_message
-    from robot_dynamics.profiles import sample_profile
-    files = robot_files(args.robot)
+def demo_move(robot):
+    """(joints, start, goal) of the robot's demo move (its own demo file, or the derived one)."""
+    files = robot_files(robot)
     plant_values = layered_parameters(files, '/plant_simulator')
     demo = layered_parameters(files, '/demo_move')
     model = RobotModel.from_yaml(files[0])
     joints = list(plant_values.get('joints') or model.joint_names)
     start = np.array(demo.get('start_positions') or plant_values['initial_positions'])
-    goal = np.array(demo['goal_positions'])
+    return joints, start, np.array(demo['goal_positions'])
+
+
+def start_stack(args, which, gains, folder, probe=None):
+    """Start the processes of `which` ('jtc', 'ours' or 'direct', see `trial`) and a probe
+    node; `probe(node)` adds its subscriptions first. Returns (stack, node) once
+    /joint_states flows and the controller listens."""
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory
+    os.makedirs(folder, exist_ok=True)
+    files = robot_files(args.robot)
+    joints, start, _ = demo_move(args.robot)
     urdf = ros2_control_sim.description(bringup.robot_description(files[0]), joints,
                                         start.tolist())
     manager = {'update_rate': 1000, 'joint_state_broadcaster': {
@@ -142,22 +146,12 @@ def trial(args, which, duration, gains, folder):
     stack = Stack(folder)
     rclpy.init()
     node = rclpy.create_node('yardstick_probe')
-    clock = time.perf_counter
-    truth, seen, errors, commands, hardware = [], [], [], [], []
-    node.create_subscription(
-        JointState, '/joint_states' if direct else ros2_control_sim.STATES_TOPIC,
-        lambda m: truth.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
-                                np.array(m.position), np.array(m.effort), clock())), 1000)
-    node.create_subscription(JointState, '/joint_states', lambda m: seen.append(
-        (clock(), list(m.name), np.array(m.position))), qos_profile_sensor_data)
-    node.create_subscription(JointState, '/computed_torque_controller/error', lambda m: errors.append(
-        (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, np.array(m.position))), 1000)
-    if args.latency:
-        node.create_subscription(Float64MultiArray, '/effort_controller/commands',
-                                 lambda m: commands.append((clock(), np.array(m.data))), 1000)
-        node.create_subscription(JointState, ros2_control_sim.COMMANDS_TOPIC, lambda m: hardware.append(
-            (clock(), list(m.name), np.array(m.effort))), 1000)
-    publisher = node.create_publisher(JointTrajectory, topic, 10)
+    seen = []
+    node.create_subscription(JointState, '/joint_states', lambda m: seen.append(1),
+                             qos_profile_sensor_data)
+    node.trajectory_publisher = node.create_publisher(JointTrajectory, topic, 10)
+    if probe is not None:
+        probe(node)
     try:
         if direct:
             stack.start('plant', [py, '-m', 'robot_dynamics.nodes.plant', '--ros-args']
@@ -181,11 +175,60 @@ def trial(args, which, duration, gains, folder):
                                        '--ros-args'] + params
                         + ['-p', 'state_publish_rate:=1000.0'])   # ~/error every cycle
         deadline = time.monotonic() + 90.0
+        publisher = node.trajectory_publisher
         while time.monotonic() < deadline and (
                 len(seen) < 500 or publisher.get_subscription_count() == 0):
             rclpy.spin_once(node, timeout_sec=0.01)
         if publisher.get_subscription_count() == 0:
             raise RuntimeError(f'{topic}: no subscriber (see the logs in {folder})')
+    except BaseException:
+        stop_stack(stack, node)
+        raise
+    return stack, node
+
+
+def stop_stack(stack, node):
+    import rclpy
+    node.destroy_node()
+    rclpy.shutdown()
+    stack.stop()
+
+
+def trial(args, which, duration, gains, folder):
+    """One run of `which`: 'jtc' (with `gains`, rows p, d, i per joint), 'ours' (this
+    controller through the same ros2_control stack) or 'direct' (plant <-> controller, no
+    ros2_control: the 1 kHz bring-up of config/sim_1khz.yaml); a dict of figures."""
+    import rclpy
+    from std_msgs.msg import Float64MultiArray
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    from robot_dynamics.nodes.send_trajectory import trajectory_message
+    from robot_dynamics.profiles import sample_profile
+    joints, start, goal = demo_move(args.robot)
+    direct = which == 'direct'
+    clock = time.perf_counter
+    truth, seen, errors, commands, hardware = [], [], [], [], []
+
+    def probe(node):
+        node.create_subscription(
+            JointState, '/joint_states' if direct else ros2_control_sim.STATES_TOPIC,
+            lambda m: truth.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
+                                    np.array(m.position), np.array(m.effort), clock())), 1000)
+        node.create_subscription(JointState, '/joint_states', lambda m: seen.append(
+            (clock(), list(m.name), np.array(m.position))), qos_profile_sensor_data)
+        node.create_subscription(
+            JointState, '/computed_torque_controller/error', lambda m: errors.append(
+                (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, np.array(m.position))),
+            1000)
+        if args.latency:
+            node.create_subscription(
+                Float64MultiArray, '/effort_controller/commands',
+                lambda m: commands.append((clock(), np.array(m.data))), 1000)
+            node.create_subscription(
+                JointState, ros2_control_sim.COMMANDS_TOPIC, lambda m: hardware.append(
+                    (clock(), list(m.name), np.array(m.effort))), 1000)
+    stack, node = start_stack(args, which, gains, folder, probe)
+    try:
         settle_in = time.monotonic() + 2.0            # let the controller take the arm
         while time.monotonic() < settle_in:
             rclpy.spin_once(node, timeout_sec=0.01)
@@ -195,14 +238,13 @@ def trial(args, which, duration, gains, folder):
         message.header.stamp.sec, message.header.stamp.nanosec = int(t0), int(
             round((t0 - int(t0)) * 1e9)) % 1_000_000_000
         first = len(truth)
-        publisher.publish(message)
+        del seen[:], commands[:], hardware[:]
+        node.trajectory_publisher.publish(message)
         end = time.monotonic() + 1.0 + duration + 1.0 + 0.5
         while time.monotonic() < end:
             rclpy.spin_once(node, timeout_sec=0.01)
     finally:
-        node.destroy_node()
-        rclpy.shutdown()
-        stack.stop()
+        stop_stack(stack, node)
     if len(truth) <= first:
         raise RuntimeError(f'no state after the trajectory was sent (logs in {folder})')
     t = np.array([s[0] for s in truth[first:]])
@@ -222,7 +264,7 @@ def trial(args, which, duration, gains, folder):
               'states': int(window.sum()),
               'seen_max': np.abs(seen_error).max(axis=0) if len(seen_error) else None}
     if args.latency:
-        result['hops'] = hops(direct, truth, seen, commands, hardware)
+        result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
     return result
 
 
