@@ -163,8 +163,14 @@ def start_stack(args, which, gains, folder, probe=None):
                         + params + ['-p', 'command_message:=joint_state', '-p',
                                     f'command_topic:={ros2_control_sim.COMMANDS_TOPIC}',
                                     '-p', 'publish_clock:=false',
+                                    '-p', f'publish_rate:={args.plant_rate:g}',
                                     '-r', f'joint_states:={ros2_control_sim.STATES_TOPIC}'])
-            stack.start('controller_manager', [
+            # with --realtime: controller_manager's every thread at SCHED_FIFO just below
+            # the plant and the controller (its update loop then sets its own 50); its
+            # executor, which takes the effort commands, and the broadcaster's publishing
+            # thread would otherwise wait behind every other job of a loaded machine
+            rt = ['chrt', '-f', str(max(1, args.realtime - 10))] if args.realtime else []
+            stack.start('controller_manager', rt + [
                 'ros2', 'run', 'controller_manager', 'ros2_control_node', '--ros-args',
                 '--params-file', controllers_file,
                 '-r', '~/robot_description:=/robot_description'])
@@ -283,9 +289,14 @@ def _after(first, second):
 def _same_values(first, key_first, second, key_second, when_first):
     """Delays [ms] from the first arrival of a value in `first` to its first arrival in
     `second` (the same floats: one message copied on by the next hop)."""
-    index = {}
+    index, repeated = {}, set()
     for entry in first:
-        index.setdefault(key_first(entry), when_first(entry))
+        key = key_first(entry)
+        if key in index:
+            repeated.add(key)            # at rest: the same values again, not one message
+        index.setdefault(key, when_first(entry))
+    for key in repeated:
+        del index[key]
     out = []
     for entry in second:
         when = index.get(key_second(entry))
@@ -323,6 +334,9 @@ def add_common_options(parser):
                         'loop at SCHED_FIFO 50 whenever it may')
     parser.add_argument('--probe-priority', type=int, default=0,
                         help='SCHED_FIFO priority of this probe (0: normal scheduling)')
+    parser.add_argument('--plant-rate', type=float, default=1000.0,
+                        help="through ros2_control: the plant's publish_rate [Hz] (the "
+                        "launch file's: 1000)")
     parser.add_argument('--latency', action='store_true',
                         help='also time the hops of the loop (probe receive times)')
 

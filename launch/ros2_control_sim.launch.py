@@ -16,8 +16,8 @@ joint_state_broadcaster and effort_controller spawned over the robot's joints; t
 free-running on the wall clock at 1 kHz, taking sensor_msgs/JointState commands
 (command_message: joint_state) on the plugin's joint_commands_topic and publishing its state
 on the plugin's joint_states_topic; the controller (on_state: one cycle per /joint_states
-of the broadcaster; command_topic /effort_controller/commands); the demo move (demo:=false:
-none). Any arm: a DH preset's URDF is generated from the model, joints named by `joints`; a
+of the broadcaster; command_topic /effort_controller/commands); the demo move, once the
+plant has its first effort command (demo:=false: none). Any arm: a DH preset's URDF is generated from the model, joints named by `joints`; a
 URDF robot file's own URDF is used. Files as in sim.launch.py: the robot file, the derived
 demo move, the robot's own demo file (config/sim_<name>.yaml), then sim_params_file
 (default config/ros2_control_sim.yaml; several separated by ';').
@@ -33,7 +33,9 @@ import warnings
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
+                            RegisterEventHandler, Shutdown)
+from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -41,6 +43,20 @@ from launch_ros.parameter_descriptions import ParameterValue
 from robot_dynamics.nodes.common import bringup, demo_plan, ros2_control_sim
 
 PLANT, CONTROLLER, DEMO = 'plant_simulator', 'computed_torque_controller', 'demo_move'
+RELEASED = b'brakes released'   # the plant's line when the first effort command arrives
+
+
+def when_released(actions):
+    """An OnProcessIO callback: `actions` once, at the plant's first 'brakes released'
+    line (its log goes to stderr; stdout too, for a console configured so)."""
+    started = []
+
+    def on_output(event):
+        if started or RELEASED not in event.text:
+            return None
+        started.append(True)
+        return actions
+    return on_output
 
 
 def loop_files(robot_file, sim_files):
@@ -96,6 +112,12 @@ def nodes(context):
                          name='robot_description_publisher', output='screen',
                          parameters=[{'robot_description': ParameterValue(
                              urdf, value_type=str)}])]
+    plant = Node(package='robot_dynamics', executable='plant', name=PLANT, output='screen',
+                 parameters=parameters(PLANT, {
+                     'publish_clock': False, 'command_message': 'joint_state',
+                     'command_topic': ros2_control_sim.COMMANDS_TOPIC, **wall}),
+                 remappings=[('joint_states', ros2_control_sim.STATES_TOPIC)],
+                 on_exit=[Shutdown(reason='the plant stopped')])
     actions += [
         Node(package='controller_manager', executable='ros2_control_node',
              name='controller_manager', output='screen', parameters=[controllers],
@@ -104,19 +126,20 @@ def nodes(context):
              output='screen', arguments=list(ros2_control_sim.CONTROLLERS) + [
                  '--controller-manager', '/controller_manager']),   # controller_manager
         #      gives the controllers its parameter file (effort_controller's joints)
-        Node(package='robot_dynamics', executable='plant', name=PLANT, output='screen',
-             parameters=parameters(PLANT, {
-                 'publish_clock': False, 'command_message': 'joint_state',
-                 'command_topic': ros2_control_sim.COMMANDS_TOPIC, **wall}),
-             remappings=[('joint_states', ros2_control_sim.STATES_TOPIC)],
-             on_exit=[Shutdown(reason='the plant stopped')]),
+        plant,
         Node(package='robot_dynamics', executable='controller', name=CONTROLLER,
              output='screen', parameters=parameters(CONTROLLER, wall)),
     ]
     if bringup.launch_flag(argument(LaunchConfiguration('demo'))):
-        actions.append(Node(package='robot_dynamics', executable='demo_move', name=DEMO,
-                            output='screen',
-                            parameters=parameters(DEMO, {**wall, 'controller': CONTROLLER})))
+        # once the plant has its first effort command: the controller says it holds the
+        # arm before its efforts have crossed the stack (discovery of the plugin's
+        # publisher), and a move sent then would run while the arm is still on its brakes
+        demo = Node(package='robot_dynamics', executable='demo_move', name=DEMO,
+                    output='screen',
+                    parameters=parameters(DEMO, {**wall, 'controller': CONTROLLER}))
+        on_output = when_released([demo])
+        actions.append(RegisterEventHandler(OnProcessIO(
+            target_action=plant, on_stdout=on_output, on_stderr=on_output)))
     return actions
 
 

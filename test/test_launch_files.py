@@ -229,13 +229,15 @@ def _fake_launch_modules():
     kinds = {name: type(name, (_Recorded,), {}) for name in (
         'LaunchDescription', 'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction',
         'RegisterEventHandler', 'LogInfo', 'Shutdown', 'Node', 'LifecycleNode',
-        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition')}
+        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition', 'OnProcessIO')}
     return {
         'launch': module('launch', LaunchDescription=kinds['LaunchDescription']),
         'launch.actions': module('launch.actions', **{k: kinds[k] for k in (
             'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler',
             'LogInfo', 'Shutdown')}),
         'launch.conditions': module('launch.conditions', IfCondition=kinds['IfCondition']),
+        'launch.event_handlers': module('launch.event_handlers',
+                                        OnProcessIO=kinds['OnProcessIO']),
         'launch.events': module('launch.events', matches_action=lambda action: action),
         'launch.substitutions': module('launch.substitutions',
                                        LaunchConfiguration=_LaunchConfiguration),

@@ -141,8 +141,28 @@ def test_the_ros2_control_block_and_the_nodes_meet_where_the_real_components_do(
     assert controller['control_mode'] == 'on_state'
     assert controller.get('joints', joints) == joints
     assert not controller.get('use_sim_time')
-    demo = node_values(found['robot_dynamics/demo_move'])
+    demo = node_values(demo_after_release(found))
     assert len(demo['goal_positions']) == model.n
+
+
+class Event:
+    def __init__(self, text):
+        self.text = text
+
+
+def demo_after_release(found):
+    """The demo move, started by the handler on the plant's output at its first 'brakes
+    released' line and only then (once)."""
+    assert 'robot_dynamics/demo_move' not in found
+    handler = found['RegisterEventHandler'].args[0]
+    assert handler.kwargs['target_action'] is found['robot_dynamics/plant']
+    on_stderr = handler.kwargs['on_stderr']
+    assert on_stderr(Event(b'[INFO] [plant_simulator]: 6 joints, rk4 at 1 ms')) is None
+    (demo,) = on_stderr(Event(b'[INFO] [plant_simulator]: brakes released: effort command '
+                              b'received'))
+    assert on_stderr(Event(b'brakes released: effort command received')) is None
+    assert demo.kwargs['executable'] == 'demo_move'
+    return demo
 
 
 def test_without_robot_state_publisher_the_package_serves_the_urdf(fake_launch, monkeypatch):
@@ -160,7 +180,7 @@ def test_update_rate_controllers_file_and_demo_arguments(fake_launch, monkeypatc
     found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
                          monkeypatch, controllers_file=str(mine), demo='false')
     assert found['controller_manager/ros2_control_node'].kwargs['parameters'] == [str(mine)]
-    assert 'robot_dynamics/demo_move' not in found
+    assert 'robot_dynamics/demo_move' not in found and 'RegisterEventHandler' not in found
     found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
                          monkeypatch, update_rate='500')
     assert controllers_of(found)['controller_manager']['ros__parameters'][
@@ -284,8 +304,9 @@ def test_the_arm_moves_through_the_stand_in_stack_with_the_launch_files(
         controller = harness.add(ComputedTorqueController(
             context=harness.context, parameter_overrides=overrides(
                 'robot_dynamics/controller', state_timeout=0.5)))
-        demo = harness.add(DemoMove(context=harness.context, parameter_overrides=overrides(
-            'robot_dynamics/demo_move')))
+        demo_node = demo_after_release(found)
+        demo = harness.add(DemoMove(context=harness.context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in node_values(demo_node).items()]))
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         status, reached = [], []
         probe = harness.add(__import__('rclpy').create_node('probe', context=harness.context))
