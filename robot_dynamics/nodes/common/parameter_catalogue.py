@@ -103,6 +103,7 @@ NAMES = {
     ),
     'plant_simulator': (
         'brakes',
+        'command_message',
         'command_timeout',
         'command_topic',
         'diagnostics.cycle_time_error',
