@@ -17,7 +17,7 @@ setup(
          glob('config/*.yaml') + glob('config/*.rviz')),
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml'],
-    extras_require={'test': ['pytest', 'hypothesis', 'mujoco'], 'plot': ['matplotlib'],
+    extras_require={'test': ['pytest', 'hypothesis', 'mujoco', 'pin'], 'plot': ['matplotlib'],
                     'identification': ['scipy', 'cvxpy'], 'bags': ['rosbags']},
     zip_safe=True,
     maintainer='Seed c3c1a8f9 maintainers',
@@ -35,6 +35,7 @@ setup(
             'send_trajectory = robot_dynamics.nodes.send_trajectory:main',
             'excite = robot_dynamics.nodes.excite:main',
             'identify = robot_dynamics.nodes.identify:main',
+            'robot_description = robot_dynamics.nodes.robot_description:main',
         ],
     },
 )

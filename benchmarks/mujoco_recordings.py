@@ -54,8 +54,9 @@ for _path in (REPO, os.path.join(REPO, 'benchmarks')):
 
 from robot_dynamics import arm_identification as ai  # noqa: E402
 from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.simulation import mujoco_engine  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
-import robot_dynamics.urdf  # noqa: E402,F401  (registers robot.source urdf)
+import robot_dynamics.model.urdf  # noqa: E402,F401  (registers robot.source urdf)
 import realistic_recordings as rr  # noqa: E402
 
 UR5_URDF = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
@@ -159,28 +160,11 @@ def arm_urdf(name):
 
 def mujoco_model(urdf, joints, armature, damping, frictionloss, timestep=2.5e-4,
                  integrator='RK4'):
-    """The MjModel MuJoCo's compiler makes of `urdf` (static bodies not fused, visuals
-    discarded), with `armature`, `damping` and `frictionloss` per joint of `joints`,
-    contacts and joint-limit constraints off, and the friction-loss constraints solved
-    tightly. Returns (model, qpos addresses, dof addresses) in the order of `joints`."""
-    mujoco = _mujoco()
-    spec = mujoco.MjSpec.from_string(urdf)
-    spec.compiler.fusestatic = False
-    spec.compiler.discardvisual = True
-    for j, name in enumerate(joints):
-        joint = spec.joint(name)
-        joint.armature = float(armature[j])
-        joint.damping = [float(damping[j])] + [0.0] * (len(joint.damping) - 1)
-        joint.frictionloss = float(frictionloss[j])
-    model = spec.compile()
-    flags = mujoco.mjtDisableBit
-    model.opt.disableflags |= int(flags.mjDSBL_CONTACT) | int(flags.mjDSBL_LIMIT)
-    model.opt.timestep = timestep
-    model.opt.integrator = getattr(mujoco.mjtIntegrator, f'mjINT_{integrator}')
-    model.opt.tolerance = 1e-12
-    model.opt.iterations = 200
-    ids = [model.joint(name).id for name in joints]
-    return model, np.array(model.jnt_qposadr[ids]), np.array(model.jnt_dofadr[ids])
+    """`robot_dynamics.simulation.mujoco_engine.urdf_model`: the URDF compiled by MuJoCo
+    with the drive terms; (model, qpos addresses, dof addresses) in the order of `joints`."""
+    _mujoco()
+    return mujoco_engine.urdf_model(urdf, joints, armature, damping, frictionloss,
+                                    timestep, integrator)
 
 
 # ---------------------------------------------------------------------- the simulated arm

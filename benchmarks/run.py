@@ -9,7 +9,9 @@ The closed-loop rows come last (about a minute; `closed_loop.py` has the details
 prints more: the one-process loop and how the cycle scales with the number of joints),
 then the same loop loaded with a busy process per CPU and the real-time options on (about
 a minute more; `under_load.py` prints all four conditions, quiet or loaded, options off or
-on, and the highest control rate kept).
+on, and the highest control rate kept), then in the same condition the Panda under
+computed torque and under `control_law: cartesian_impedance` (about a minute more;
+`compliant_loop.py` runs these rows alone, repeated).
 
 Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is a
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
@@ -40,7 +42,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from robot_dynamics import _fast_numba, codegen, dynamics, integration  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402,I100
+from robot_dynamics.dynamics import _fast_numba, codegen, kinematics  # noqa: E402,I100
+from robot_dynamics.simulation import integration  # noqa: E402,I100
 from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
@@ -169,6 +173,37 @@ def state(model, rng, size=None):
     return tuple(rng.uniform(-1.0, 1.0, shape) for _ in range(3))
 
 
+def tip_frame(pm, model):
+    """Adds our tip frame (the last link frame, where `kinematics.tool_pose` and
+    `dynamics.jacobian` are) to Pinocchio's model `pm`; its frame id."""
+    ch = model.chain
+    return pm.addFrame(pin.Frame('tip', pm.njoints - 1, pin.SE3(np.array(ch.R_tip),
+                                                                np.array(ch.p_tip)),
+                                 pin.FrameType.OP_FRAME))
+
+
+def impedance_cycle(model, q):
+    """What a Cartesian-impedance law computes each cycle: the tool frame, the Jacobian,
+    the Cartesian inertia Λ = (J M⁻¹ Jᵀ)⁻¹ and the gravity torques g(q)."""
+    T = kinematics.tool_pose(model, q)
+    J = kinematics.jacobian(model, q)
+    M = dynamics.mass_matrix(model, q)
+    return T, J, np.linalg.inv(J @ np.linalg.solve(M, J.T)), dynamics.gravity_torques(model, q)
+
+
+def impedance_cycle_pinocchio(pm, data, tip, q):
+    """The same work in Pinocchio: forwardKinematics and the tip frame's placement,
+    computeFrameJacobian (LOCAL_WORLD_ALIGNED), crba (upper triangle: mirrored) and the
+    same linear algebra, computeGeneralizedGravity."""
+    pin.forwardKinematics(pm, data, q)
+    T = pin.updateFramePlacement(pm, data, tip).homogeneous
+    J = pin.computeFrameJacobian(pm, data, q, tip, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    M = pin.crba(pm, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    return (T, J, np.linalg.inv(J @ np.linalg.solve(M, J.T)),
+            pin.computeGeneralizedGravity(pm, data, q))
+
+
 def check_against_pinocchio(model, pm, rng):
     data = pm.createData()
     q, qd, qdd = state(model, rng)
@@ -201,13 +236,13 @@ def add_row(table, what, result, targets):
               ratio=ratio, ratio_accelerated=None if fast is None else fast[1])
 
 
-ROWS = ('id', 'fd', 'rk4', 'batch', 'growth', 'counts')
+ROWS = ('id', 'fd', 'rk4', 'mujoco', 'batch', 'impedance', 'growth', 'counts')
 
 
 def run(repeats, rows=ROWS):
     """The dynamics rows of the table; `rows`: which groups (ROWS: one-state inverse and
-    forward dynamics, RK4 step, batch inverse dynamics, cost growth with n, operation
-    counts)."""
+    forward dynamics, RK4 step, the MuJoCo row, batch inverse dynamics, the
+    Cartesian-impedance cycle, cost growth with n, operation counts)."""
     rng = np.random.default_rng(6)
     models = {'PUMA 560': load_preset('puma560'), 'Panda (7)': load_preset('panda'),
               'random n=6': random_chain(6), 'random n=100': random_chain(100)}
@@ -245,6 +280,8 @@ def run(repeats, rows=ROWS):
                          lambda: rk4_pinocchio(pm, data, q, qd, tau, 1e-3), repeats)
         add_row(table, f'rk4_step (4 FD), {name} / Python RK4 around pin.aba', result,
                 {'Panda (7)': (4.5, 0.5)}.get(name, (4, 0.5)))
+    if 'mujoco' in rows:
+        mujoco_row(table, models['Panda (7)'], repeats)
     for name in ('PUMA 560', 'Panda (7)') if 'batch' in rows else ():
         model, pm = models[name], pins[name]
         data = pm.createData()
@@ -258,6 +295,23 @@ def run(repeats, rows=ROWS):
                          repeats, per=B)
         add_row(table, f'batch inverse_dynamics B=1000, per sample, {name} / pin.rnea loop',
                 result, {'Panda (7)': (0.55, 0.35)}.get(name, (0.4, 0.35)))
+    if 'impedance' in rows:
+        model, pm = models['Panda (7)'], pinocchio_model(models['Panda (7)'])
+        tip = tip_frame(pm, model)
+        data = pm.createData()
+        q = state(model, rng)[0]
+        err = max(np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))) for a, b in
+                  zip(impedance_cycle(model, q), impedance_cycle_pinocchio(pm, data, tip, q)))
+        print(f'# Panda (7): max relative |ours − Pinocchio| over T, J, Λ, g = {err:.1e}')
+        assert err < 1e-9
+        # no numba column: numba has kernels for g only, not for the frames, the Jacobian or
+        # M, so its cycle is this one (doc/performance.md)
+        ours, ref, ratio = paired(lambda: impedance_cycle(model, q),
+                                  lambda: impedance_cycle_pinocchio(pm, data, tip, q), repeats)
+        table.add('one Cartesian-impedance cycle, Panda (7): tool frame + Jacobian + '
+                  'Λ = (J M⁻¹ Jᵀ)⁻¹ + g(q) / the same in Pinocchio (forwardKinematics, '
+                  'computeFrameJacobian, crba, computeGeneralizedGravity)', ours, ref, 5,
+                  ratio=ratio)
     if 'growth' in rows:
         growth_rows(table, models, repeats)
     if 'counts' in rows:
@@ -289,6 +343,35 @@ def growth_rows(table, models, repeats):
                   aspiration=True)
 
 
+def mujoco_row(table, model, repeats):
+    """The plant's step with the MuJoCo engine (`MujocoEngine.advance`, one 1 ms RK4 step
+    under a held effort, the MJCF generated from `model`) against a bare ``mj_step`` loop of
+    the same compiled model, sampled alternately; skipped without mujoco."""
+    try:
+        import mujoco
+        from robot_dynamics.simulation import mujoco_engine
+    except ImportError:
+        print('# MuJoCo row skipped: it needs mujoco (pip install mujoco)')
+        return
+    joints = [f'joint_{i + 1}' for i in range(model.n)]
+    engine = mujoco_engine.MujocoEngine.from_robot_model(model, joints, 1e-3)
+    mj = mujoco_engine.compile_model(model, joints, timestep=1e-3)
+    data = mujoco.MjData(mj)
+    q0 = np.clip(0.0, model.position_min, model.position_max)
+    tau = dynamics.gravity_torques(model, q0)       # held there: both stay near q0
+    held = [q0, np.zeros(model.n)]
+    data.qpos[:], data.qfrc_applied[:] = q0, tau
+
+    def plant_step():
+        held[0], held[1], _, _ = engine.advance(model, held[0], held[1], tau, 1)
+
+    def bare():
+        mujoco.mj_step(mj, data)
+    ours, ref, ratio = paired(plant_step, bare, repeats)
+    table.add('plant step, engine mujoco (MujocoEngine.advance, RK4 1 ms), Panda (7) / bare '
+              'mj_step loop of the same model', ours, ref, 2, ratio=ratio)
+
+
 def closed_loop_rows(table, count, duration, under_load=True):
     """The closed-loop rows of the performance table, measured by `closed_loop.py`'s
     functions: every node the shipped executable in its own process, PUMA 560, 1 kHz (see
@@ -312,6 +395,7 @@ def closed_loop_rows(table, count, duration, under_load=True):
               1.5, unit=' %')
     if under_load:
         loaded_rows(table, count, duration, r_med)
+        compliant_rows(table, duration)
 
 
 def loaded_rows(table, count, duration, quiet_relay):
@@ -329,6 +413,22 @@ def loaded_rows(table, count, duration, quiet_relay):
     late = 100.0 * under_load.fraction(loop) if not closed else 100.0
     table.add(f'loaded, real-time options on: 1 kHz bring-up late ticks, % of '
               f'{loop["ticks"]}{closed}', late, None, 1.0, unit=' %')
+
+
+def compliant_rows(table, duration):
+    """The loaded rows of the Panda, computed torque and the Cartesian impedance law, under
+    the condition of the loaded PUMA 560 row above (compliant_loop.py)."""
+    import compliant_loop
+    import under_load
+    results = compliant_loop.measure(duration, repeats=1, log=lambda line: None)
+    for name, _, _ in compliant_loop.ROWS[1:]:
+        (loop,) = results[name]
+        problem = ('' if loop['closed_loop'] and compliant_loop.law_in_effect(name, loop)
+                   else '; LOOP NOT CLOSED OR LAW NOT IN EFFECT')
+        late = 100.0 * under_load.fraction(loop) if not problem else 100.0
+        table.add(f'loaded, real-time options on: 1 kHz bring-up late ticks, {name}, % of '
+                  f'{loop["ticks"]} (real-time factor {loop["real_time_factor"]:.4f}){problem}',
+                  late, None, 1.0, unit=' %')
 
 
 def chain_times(models, what, repeats):
@@ -393,12 +493,12 @@ def compile_times():
     """Seconds to compile (or load) the numba kernels in a fresh process: cold (an empty
     cache directory), then cached; first the one-state inverse dynamics alone (it also
     pays numba's start-up), then the other one-state kernels, then the batch kernels."""
-    code = ('import time; from robot_dynamics import _numba_loops as L\n'
+    code = ('import time; from robot_dynamics.dynamics import _numba_loops as L\n'
             't = time.perf_counter()\n'
             'for group in ({first}, {one}, {batch}):\n'
             '    L.compile_kernels(group); print(time.perf_counter() - t)\n'
             '    t = time.perf_counter()\n')
-    from robot_dynamics import _numba_loops
+    from robot_dynamics.dynamics import _numba_loops
     names = list(_numba_loops.ENTRIES)
     one = [k for k in names if k.endswith('_one') and k != 'rnea_one']
     batch = [k for k in names if k.endswith('_batch')]
@@ -428,8 +528,8 @@ def main():
     parser.add_argument('--duration', type=float, default=12.0,
                         help='wall seconds of the closed-loop bring-up run (12)')
     parser.add_argument('--skip-under-load', action='store_true',
-                        help='without the loaded closed-loop rows (under_load.py; about a '
-                        'minute)')
+                        help='without the loaded closed-loop rows (under_load.py, '
+                        'compliant_loop.py; about two minutes)')
     args = parser.parse_args()
     if args.compile_times and ACCELERATOR:
         compile_times()

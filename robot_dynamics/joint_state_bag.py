@@ -67,6 +67,7 @@ DEFAULT_TOPIC = '/joint_states'
 BAG_VERSION = 8          # rosbag2 metadata version that Jazzy's and Kilted's ros2 bag read
 GAP_FACTOR = 5.0         # a time step this many times the median one splits the samples
 FIELDS = ('position', 'velocity', 'effort')
+MOVED = 0.05        # rad | m: a joint moving this far with a velocity that never changes
 CHUNK = 100_000          # messages read and decoded together (bounds the memory they take)
 LAYOUTS = 4              # layouts tried per message length before decoding one by one
 BATCH_MIN = 8            # fewer messages of one length than this are decoded one by one
@@ -655,10 +656,28 @@ def _recording(folder, topic, joints, groups, counts, where):
         notes.append(f'no velocities in the messages naming {without}: every joint\'s '
                      'velocity is left to the estimator (from the positions)')
         data[:, 1] = np.nan
+    elif len(t):
+        note = _unmeasured_velocities(joints, data)
+        if note:
+            notes.append(note)
+            data[:, 1] = np.nan
+            unmoving[:] = True
     if t.size == 0:
         raise BagError(f'{where}: the publishers on {topic} never overlap in time (no '
                        'message of one lies between two close messages of the other): no '
                        'sample has every joint; record every joint at a steady rate')
+    for field, index, what in (('efforts', 2, 'the robot publishes no effort: e.g. a '
+                                'joint_state_broadcaster without an effort state interface'),
+                               ('positions', 0, 'the robot publishes no position')):
+        missing = [j for j, gone in zip(joints, np.all(~np.isfinite(data[:, index]), axis=0))
+                   if gone]
+        if missing:
+            raise BagError(f'{where}: {field} missing (NaN in every sample: {what}) for '
+                           f'{missing}; identification needs the joint efforts the drives '
+                           'apply (export the effort state interface)'
+                           if index == 2 else
+                           f'{where}: {field} missing (NaN in every sample: {what}) for '
+                           f'{missing}')
     finite = np.all(np.isfinite(data[:, [0, 2]]), axis=(1, 2)) & (
         np.all(np.isfinite(data[:, 1]), axis=1) | np.any(unmoving))
     if not np.all(finite):
@@ -673,6 +692,29 @@ def _recording(folder, topic, joints, groups, counts, where):
         t, data = t[fresh], data[fresh]
     return JointStateRecording(folder, topic, joints, t, data[:, 0].copy(), data[:, 1].copy(),
                                data[:, 2].copy(), time_source, notes)
+
+
+def _unmeasured_velocities(joints, data):
+    """A note when the velocities were not measured: a joint whose recorded velocity never
+    changes (0, as mock hardware publishes it) while its position moves by more than
+    MOVED; else ''."""
+    with np.errstate(invalid='ignore'):
+        finite = np.isfinite(data[:, 1]) & np.isfinite(data[:, 0])
+        flat = []
+        for j, name in enumerate(joints):
+            rows = finite[:, j]
+            if not np.any(rows):
+                continue
+            travel = float(np.ptp(data[rows, 0, j]))
+            if travel > MOVED and float(np.ptp(data[rows, 1, j])) == 0.0:
+                flat.append(f'{name} ({float(data[rows, 1, j][0]):g} while its position '
+                            f'moves by {travel:.3g})')
+    if not flat:
+        return ''
+    return ('velocities not measured: the recorded velocity of ' + ', '.join(flat)
+            + ' never changes (e.g. mock hardware, which does not integrate the command): '
+            'every joint\'s velocity is taken from the positions, as for a recording '
+            'without velocities')
 
 
 def _unique(t, rows):

@@ -211,8 +211,11 @@ def test_friction_laws_velocity_scales_and_offsets_are_recovered(panda):
     asymmetric = [1, 5]
     np.testing.assert_allclose(model.coulomb_friction_negative[asymmetric],
                                true.coulomb_friction_negative[asymmetric], rtol=0.06)
+    # the Stribeck level trades against v_s; with 0.002 rad/s of velocity noise against
+    # v_s = 0.03 rad/s (errors in the variables) both are biased, about 15 % for the level
+    # (without that noise: `test_velocity_scales_are_refined_off_the_grid`)
     np.testing.assert_allclose(model.stribeck_friction[2], true.stribeck_friction[2],
-                               rtol=0.1)
+                               rtol=0.2)
     rms = np.sqrt(np.mean(data[3] ** 2, axis=0))
     assert np.all(np.abs(result.offset - offsets) < 0.01 * rms)
     np.testing.assert_array_equal(model.effort_offset, result.offset)
@@ -231,6 +234,21 @@ def test_friction_laws_velocity_scales_and_offsets_are_recovered(panda):
     assert written['effort_offset'] == pytest.approx(list(result.offset))
     assert RobotModel.from_params(dict(prior.to_params(), **written)).friction_model == \
         tuple(LAWS)
+
+
+def test_velocity_scales_are_refined_off_the_grid(panda):
+    """A v_s between two grid points (0.03 rad/s; the points are a factor 1.26 apart) is
+    found to a few per cent, and the Stribeck level with it, not the nearer grid point with
+    a level off by a third."""
+    prior, rigid, excitation, _ = panda
+    true = with_drive(rigid, LAWS, VELOCITIES, np.linspace(-0.5, 0.5, 7) * [1, 0, 1, 1, 1, 0, 1])
+    data = open_loop(true, excitation, 500.0, (1e-4, 0.0, 0.005), 3)
+    model = ai.identify_arm(prior, *data, offset=True, friction=LAWS).model
+    nearest = min(ai.VELOCITY_GRID, key=lambda v: abs(math.log(v / VELOCITIES[2])))
+    assert abs(nearest / VELOCITIES[2] - 1.0) > 0.05         # the grid alone is off
+    assert model.stribeck_velocity[2] == pytest.approx(VELOCITIES[2], rel=0.03)
+    np.testing.assert_allclose(model.stribeck_friction[2], true.stribeck_friction[2],
+                               rtol=0.05)
 
 
 def test_drive_gains_come_from_a_second_recording_with_a_known_payload(panda):

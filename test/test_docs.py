@@ -197,3 +197,26 @@ def test_readme_stays_short():
     """The README is the front page: at most 500 lines; the reference material (every
     parameter, the JTC parity table, the methods) lives in doc/."""
     assert len(read('README.md').splitlines()) <= 500
+
+
+def test_python_api_snippets_run_as_written_in_order():
+    """doc/python-api.md's Python blocks, one after the other, from the repository root
+    (the names one block defines are used by the next)."""
+    page = read(os.path.join('doc', 'python-api.md'))
+    blocks = re.findall(r'```python\n(.*?)```', page, re.DOTALL)
+    assert len(blocks) >= 2
+    completed = subprocess.run(
+        [sys.executable, '-W', 'ignore', '-c', '\n'.join(blocks)
+         + '\nprint(len(tau), M.shape, len(qdd), T.shape)'],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, 'PYTHONPATH': ROOT})
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split()[0] == '6'
+
+
+def test_examples_readme_names_every_example_script():
+    listed = read(os.path.join('examples', 'README.md'))
+    scripts = sorted(name for name in os.listdir(os.path.join(ROOT, 'examples'))
+                     if name.endswith('.py'))
+    assert scripts
+    assert [name for name in scripts if f'`{name}`' not in listed] == []

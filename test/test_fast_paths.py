@@ -71,6 +71,20 @@ def test_generated_bias_and_gravity_match_reference(model, size, rng):
 
 
 @pytest.mark.parametrize('model', MODELS)
+def test_one_state_mass_matrix_matches_the_reference_columns(model, rng):
+    """One state: composite rigid bodies on floats; the reference backend (and a batch):
+    one Newton–Euler pass per column."""
+    q = random_state(rng, model.n)[0]
+    fast, reference = both(dynamics.mass_matrix, model, q)
+    assert_same(fast, reference)
+    assert_same(fast, dynamics.mass_matrix(model, q[None])[0])
+    np.testing.assert_array_equal(dynamics.mass_matrix(model, q.tolist()), fast)
+    with np.errstate(invalid='ignore'):
+        for bad in (np.nan, np.inf):
+            assert np.isnan(dynamics.mass_matrix(model, np.full(model.n, bad))).any()
+
+
+@pytest.mark.parametrize('model', MODELS)
 @pytest.mark.parametrize('size', [None, 5])
 def test_generated_forward_dynamics_matches_reference(model, size, rng):
     q, qd, _ = random_state(rng, model.n, size)
@@ -194,7 +208,8 @@ def _all_results(model, rng):
              (dynamics.inverse_dynamics, (model, Q, QD, QDD)),
              (dynamics.bias_forces, (model, q, qd)), (dynamics.gravity_torques, (model, Q)),
              (dynamics.forward_dynamics, (model, q, qd, qdd)),
-             (dynamics.forward_dynamics, (model, Q, QD, QDD))]
+             (dynamics.forward_dynamics, (model, Q, QD, QDD)),
+             (dynamics.mass_matrix, (model, q))]
     out = [both(f, *args) for f, args in calls]
     out.append(both(dynamics.inverse_dynamics, model, q, qd, qdd, wrench=wrench))
     out.append(both(dynamics.forward_dynamics, model, q, qd, qdd, wrench=wrench))

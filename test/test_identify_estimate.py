@@ -129,7 +129,9 @@ def test_without_excitation_nothing_is_written_and_the_status_is_3(tmp_path, cap
 def test_a_recording_too_short_to_filter_exits_2(tmp_path, capsys):
     t = 100.0 + np.arange(10) * PERIOD
     q = np.tile(Q0, (10, 1))
-    write_joint_states(tmp_path / 'bag', JOINTS, t, q, 0 * q, 0 * q)
+    # efforts that could be a drive's (gravity and some noise): only the length is wrong
+    tau = dynamics.gravity_torques(puma(), q) + np.random.default_rng(0).normal(0, 0.1, q.shape)
+    write_joint_states(tmp_path / 'bag', JOINTS, t, q, 0 * q, tau)
     code = main(['identify', 'estimate', '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
                  '--output', str(tmp_path / 'out.yaml')])
     err = capsys.readouterr().err
@@ -158,7 +160,8 @@ def test_a_urdf_model_gets_a_file_with_its_inertials_that_loads_after_its_own(tm
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         code = main(['identify', 'estimate', '--params-file', str(params), '--bag',
                      str(tmp_path / 'excitation'), '--validate', str(tmp_path / 'validation'),
-                     '--effort-timing', 'held_after', '--output', str(output)])
+                     '--effort-timing', 'held_after', '--friction', 'coulomb', '--no-offset',
+                     '--output', str(output)])
     assert code == 0, printed.getvalue()
     import yaml
     written = yaml.safe_load(output.read_text())[f'/**/{CONTROLLER}']['ros__parameters']['robot']

@@ -179,8 +179,9 @@ def test_the_recording_holds_the_motion_at_the_plants_rate(session):
     assert recording.sample_period == pytest.approx(0.01, rel=1e-6)   # the plant's 100 Hz
     assert len(recording.segments()) == 1                               # nothing lost
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)                   # every joint moved
-    # the plant's efforts are held over the step that ends at the message
-    assert recording.custom_data == {'robot_dynamics.effort_timing': 'held_before'}
+    # the plant's efforts are held over the step that ends at the message; and what wrote it
+    assert recording.custom_data == {'robot_dynamics.effort_timing': 'held_before',
+                                     'robot_dynamics.recorded_by': 'identify excite'}
 
 
 def test_estimate_accepts_the_recording(session):

@@ -193,12 +193,44 @@ def test_a_base_on_the_floor_keeps_its_height_and_every_other_point_the_clearanc
     z0 = link_points(model, np.array([start]))[0, :, 2]
     free = link_points(model, arrays(load(tmp_path / 'free.yaml'))[1])[..., 2].min(axis=0)
     low = link_points(model, arrays(load(tmp_path / 'floor.yaml'))[1])[..., 2].min(axis=0)
-    on_floor = z0 < 0.1
+    # the points fixed in the base frame (link 1's origin, link 2's: the shoulder) are
+    # where the robot stands: the floor does not apply to them
+    moving = np.array([not name.startswith(('link 1 ', 'link 2 (joint_2) origin'))
+                       for name in link_point_names(model, JOINTS)])
+    assert np.array_equal(low[~moving], z0[~moving])
+    on_floor = (z0 < 0.1) & moving
     assert np.any(on_floor) and np.any(free[~on_floor] < 0.05)
     assert np.all(low[on_floor] >= 0.5 * z0[on_floor] - 1e-6)
-    assert np.all(low[~on_floor] >= 0.05 - 1e-6)
+    assert np.all(low[~on_floor & moving] >= 0.05 - 1e-6)
     names = np.array(link_point_names(model, JOINTS))
     assert 'as there: ' + ', '.join(sorted(names[on_floor])) in out
+
+
+def test_the_floor_applies_to_what_moves_whatever_the_start(tmp_path):
+    """The PUMA 560's shoulder (links 1 and 2's origins) is at z = 0 whatever the joints
+    do: `--floor 0.05` from a start where everything that moves is above it is planned, and
+    keeps every moving point above the floor; a start where a moving point is below it is
+    refused naming that point."""
+    model = puma()
+    start = [0.0, 0.6, 0.0, 0.0, 0.5, 0.0]      # upper arm raised, the elbow above the floor
+    path = tmp_path / 'plan.yaml'
+    code, out, err = run('--duration', '3', '--rate', '50', '--iterations', '0', '--floor',
+                         '0.05', '--start', *map(str, start), '--output', str(path))
+    assert code == 0, err
+    # the file's first line repeats the command: the start and the floor it was planned for
+    header = path.read_text().splitlines()[0]
+    assert header.startswith('# identify plan --params-file ')
+    assert ' --start 0.0 0.6 0.0 0.0 0.5 0.0 ' in header and header.endswith(
+        ' --floor 0.05 --clearance 0.05'), header
+    x = link_points(model, arrays(load(path))[1])[..., 2]
+    names = link_point_names(model, JOINTS)
+    moving = [i for i, name in enumerate(names) if not name.startswith(
+        ('link 1 ', 'link 2 (joint_2) origin'))]
+    assert np.min(x[:, moving]) >= 0.05 - 1e-4
+    assert np.max(np.abs(x[:, [names.index('link 1 (joint_1) origin')]])) < 1e-12
+    code, _, err = run('--duration', '3', '--iterations', '0', '--floor', '0.05', '--start',
+                       '0', '-0.6', '0', '0', '0.5', '0', '--output', str(tmp_path / 'low.yaml'))
+    assert code == 2 and 'below the floor at 0.05 m' in err and 'link 1' not in err, err
 
 
 def test_the_planner_keeps_out_of_a_box_the_free_plan_enters(tmp_path):
@@ -224,7 +256,7 @@ def test_the_planner_keeps_out_of_a_box_the_free_plan_enters(tmp_path):
 
 @pytest.mark.parametrize('arguments, words', [
     (('--start', '0', '0', '0', '0', '0', '0', '--floor', '0.2'),
-     ('link 1 (joint_1) origin', 't = 0 s', 'below the floor at 0.2 m')),
+     ('link 3 (joint_3) origin', 't = 0 s', 'below the floor at 0.2 m')),
     (('--start', '0', '0.5', '0', '0', '0', '0', '--keep-out', '0.3', '-1', '-1', '2', '1', '2'),
      ('link 3 (joint_3) origin', 't = 0 s', 'inside the keep-out box')),
     (('--start', '3', '0', '0', '0', '0', '0'),

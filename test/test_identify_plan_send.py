@@ -54,6 +54,9 @@ class StandInArm(Node):
         self.goals = []                       # (goal, start time [s])
         self.motion = None
         self.drift = 0.0                      # rad per state of joint_1 while no goal runs
+        self.effort = 0.0                     # every joint's effort (mock hardware's 0)
+        self.clip = {}                        # joint: (low, high) the arm cannot leave
+        self.abort = False                    # the goal aborted at its end
         self.publisher = self.create_publisher(JointState, '/joint_states', 50)
         self.server = ActionServer(self, FollowJointTrajectory, ACTION, self.execute)
         self.timer = self.create_timer(PERIOD, self.tick)
@@ -67,6 +70,10 @@ class StandInArm(Node):
                        np.array([list(p.velocities) for p in trajectory.points]), done)
         self.goals.append((handle.request, self.motion[0]))
         await done
+        if self.abort:
+            handle.abort()
+            return FollowJointTrajectory.Result(error_code=-4,
+                                                error_string='path tolerance violated')
         handle.succeed()
         return FollowJointTrajectory.Result(error_code=0, error_string='')
 
@@ -76,7 +83,8 @@ class StandInArm(Node):
             began, names, times, q, qd, done = self.motion
             elapsed = min(now.nanoseconds * 1e-9 - began, times[-1])
             for j, name in enumerate(names):
-                self.position[name] = float(np.interp(elapsed, times, q[:, j]))
+                self.position[name] = float(np.clip(np.interp(elapsed, times, q[:, j]),
+                                                    *self.clip.get(name, (-9.0, 9.0))))
                 self.velocity[name] = float(np.interp(elapsed, times, qd[:, j]))
             if elapsed >= times[-1]:
                 self.motion = None
@@ -86,7 +94,7 @@ class StandInArm(Node):
         message = JointState(name=self.names,
                              position=[self.position[n] for n in self.names],
                              velocity=[self.velocity[n] for n in self.names],
-                             effort=[0.0] * len(self.names))
+                             effort=[self.effort] * len(self.names))
         message.header.stamp = now.to_msg()
         self.publisher.publish(message)
 
@@ -182,6 +190,106 @@ def test_the_bag_holds_the_motion(sent):
     assert np.max(np.abs(recording.q[during] - expected)) < 1e-5
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)           # every joint moved
     assert f'into {folder / "bag"}' in text
+
+
+def test_zero_efforts_are_said_at_once(sent):
+    """Mock hardware's efforts (0 where gravity loads the arm): said before the motion,
+    which is sent all the same (a rehearsal of the recipe)."""
+    code, text, _, goals = sent
+    warning = next(line for line in text.splitlines() if 'no usable efforts' in line)
+    assert "every joint's effort is 0" in warning and code == 0 and goals
+    assert text.index('no usable efforts') < text.index('goal succeeded')
+
+
+def test_nan_efforts_are_refused_before_anything_is_sent(arm, tmp_path):
+    """joint_state_broadcaster without an effort interface: NaN efforts; with --record
+    nothing is sent (the recording could not identify anything)."""
+    harness, stand_in = arm
+    count = len(stand_in.goals)
+    stand_in.effort = float('nan')
+    try:
+        process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations',
+                                 '0', '--timeout', '60', '--send', ACTION, '--record',
+                                 str(tmp_path / 'bag'))
+        code, text = finish(harness, process, output)
+    finally:
+        stand_in.effort = 0.0
+    assert code == 1, text
+    assert 'no usable efforts on /joint_states: efforts missing for' in text
+    assert 'planned' not in text and len(stand_in.goals) == count
+    assert not (tmp_path / 'bag').exists()
+
+
+@pytest.mark.parametrize('abort', [False, True])
+def test_a_clipped_motion_is_recorded_and_the_clipping_said(arm, tmp_path, abort):
+    """Limits tighter in the robot's URDF than in the robot file: the arm stops at them.
+    The recording is kept (also when the goal then aborts) and the clipped joint named
+    with its planned and recorded range."""
+    harness, stand_in = arm
+    low = ARM_AT[1] - 0.05                       # joint_2 cannot go lower than this
+    stand_in.clip = {'joint_2': (low, 9.0)}
+    stand_in.abort = abort
+    try:
+        process, output = launch('--params-file', PUMA, '--duration', '2', '--iterations',
+                                 '0', '--rate', '50', '--timeout', '60', '--send', ACTION,
+                                 '--record', str(tmp_path / 'bag'))
+        code, text = finish(harness, process, output)
+    finally:
+        stand_in.clip, stand_in.abort = {}, False
+    assert code == (4 if abort else 0), text
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert recording.q[:, 1].min() >= low - 1e-9
+    warning = next(line for line in text.splitlines() if 'the motion was clipped' in line)
+    assert 'joint_2 planned [' in warning and f'recorded [{low:.4g}, ' in warning
+    assert 'joint_1 planned' not in warning and 'joint_3 planned' not in warning
+    assert 'range per joint, planned -> recorded: joint_1 [' in text
+    assert ('kept although the goal did not succeed' in text) == abort
+
+
+def test_send_trajectory_sends_the_plan_file(arm, tmp_path):
+    """`send_trajectory --file plan.yaml` (instead of `ros2 action send_goal`, which takes
+    tens of seconds to parse a 30 s plan): the goal is the file's trajectory, the goal
+    tolerances unchecked with --goal-tolerance-unchecked; a file that does not start
+    where the arm is is not sent."""
+    harness, stand_in = arm
+    plan = tmp_path / 'plan.yaml'
+    start = [stand_in.position[j] for j in JOINTS]
+    made = subprocess.run([sys.executable, '-m', 'robot_dynamics.nodes.identify', 'plan',
+                           '--params-file', PUMA, '--duration', '2', '--iterations', '0',
+                           '--start', *map(str, start), '--output', str(plan)],
+                          env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
+                          text=True, timeout=GUARD)
+    assert made.returncode == 0, made.stderr
+    count = len(stand_in.goals)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get('PYTHONPATH', '')]))
+    process = subprocess.Popen([sys.executable, '-m', 'robot_dynamics.nodes.send_trajectory',
+                                '--file', str(plan), '--action', ACTION, '--timeout', '60',
+                                '--goal-tolerance-unchecked'], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    code, text = finish(harness, process, ProcessOutput(process))
+    assert code == 0, text
+    assert len(stand_in.goals) == count + 1
+    goal = stand_in.goals[-1][0]
+    with open(plan, encoding='utf-8') as stream:
+        points = yaml.safe_load(stream)['points']
+    assert len(goal.trajectory.points) == len(points)
+    for sent_point, point in zip(goal.trajectory.points[::20], points[::20]):
+        assert list(sent_point.positions) == point['positions']
+        assert list(sent_point.velocities) == point['velocities']
+    assert [(t.name, t.position, t.velocity) for t in goal.goal_tolerance] == [
+        (j, -1.0, -1.0) for j in JOINTS]
+    stand_in.position['joint_2'] += 0.1           # no longer where the file starts
+    try:
+        process = subprocess.Popen([sys.executable, '-m',
+                                    'robot_dynamics.nodes.send_trajectory', '--file',
+                                    str(plan), '--action', ACTION, '--timeout', '60'],
+                                   env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        code, text = finish(harness, process, ProcessOutput(process))
+    finally:
+        stand_in.position['joint_2'] -= 0.1
+    assert code == 1 and 'joint_2 is at' in text and 'nothing sent' in text, text
+    assert len(stand_in.goals) == count + 1
 
 
 def test_a_start_away_from_the_arm_is_refused_naming_the_joint(arm, tmp_path):

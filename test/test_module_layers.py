@@ -50,3 +50,14 @@ def test_importing_only_the_model_reads_a_urdf_parameter_file(tmp_path):
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ['urdf', '6']
+
+
+def test_params_file_is_below_layering_with_no_import_back():
+    """nodes/common: the layering builds on the parameter-file module (its errors, its
+    command-line reading, the section matching), which imports nothing of the layering,
+    not even inside a function; the names moved down are still the layering's."""
+    from robot_dynamics.nodes.common import layering, params_file
+    assert not any('layering' in name for name in imported_modules(params_file))
+    assert 'robot_dynamics.nodes.common.params_file' in imported_modules(layering)
+    for name in ('section_matches', 'layered_origin'):
+        assert getattr(layering, name) is getattr(params_file, name)

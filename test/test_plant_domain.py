@@ -114,3 +114,54 @@ def test_no_first_command_in_lockstep_is_explained_once(monkeypatch):
     assert plant.command_topic in said[0] and 'on_state' in said[0]
     assert 'lockstep: false' in said[0]
     assert not plant._started and plant.sim_time == 0.0
+
+
+def test_a_plant_is_refused_while_another_simulation_of_this_machine_holds_the_domain():
+    """Another process holds the domain's simulation lock (a `sim` or a plant that has
+    just started and publishes nothing yet): the plant executable exits 1 at once with one
+    line naming ROS_DOMAIN_ID, the lock file and the fix; once that process is gone, the
+    lock is free again (the system released it)."""
+    from robot_dynamics.nodes.common import runner
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
+    holder = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; from robot_dynamics.nodes.common import runner; '
+         'lock = runner.lock_domain(); print("held", flush=True); sys.stdin.read()'],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'held'
+        with pytest.raises(StartRefused, match='holds'):
+            runner.lock_domain()
+        process = plant_process()
+        try:
+            output, _ = process.communicate(timeout=TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    finally:
+        holder.communicate(input='', timeout=TIMEOUT)
+    assert process.returncode == 1, output
+    errors = [line for line in output.splitlines() if '[ERROR]' in line]
+    assert len(errors) == 1, output
+    domain = os.environ['ROS_DOMAIN_ID']
+    assert f'ROS_DOMAIN_ID {domain} already has a simulation' in errors[0]
+    assert runner.domain_lock_path() in errors[0] and 'ROS_DOMAIN_ID=' in errors[0]
+    lock = runner.lock_domain()            # free again
+    assert lock is not None
+    lock.close()
+
+
+def test_a_destroyed_plant_lets_go_of_the_domain_lock():
+    from robot_dynamics.nodes.common import runner
+    harness = RosHarness(PUMA, SIM)
+    try:
+        plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
+            Parameter('domain_check_wait', value=0.05)]))
+        plant_module._refuse_a_second_clock(plant, harness.executor, lambda: True)
+        with pytest.raises(StartRefused, match='holds'):
+            runner.lock_domain()
+    finally:
+        harness.close()                    # destroys the plant
+    lock = runner.lock_domain()
+    assert lock is not None
+    lock.close()

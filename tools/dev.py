@@ -5,6 +5,8 @@
                                [-- sim options]
     python3 tools/dev.py test  [--distro kilted|jazzy] [--busy] [--repeat N] [-- pytest options]
     python3 tools/dev.py bench [--distro kilted|jazzy] [-- benchmarks/run.py options]
+    python3 tools/dev.py lock  [--distro kilted|jazzy]
+
 
 Creates .venv-<distro> in the repository if it is missing (rclpy and the message packages
 come from PyPI as ros-<distro>-* wheels for CPython 3.10-3.12; no ROS install, no
@@ -12,6 +14,12 @@ sourcing), puts the repository on PYTHONPATH, and runs the closed-loop demo (`si
 test suite (`test`, which ends with pytest's summary line; no tests collected is a failure)
 or the performance benchmark (`bench`, doc/performance.md: first installs its yardstick
 Pinocchio, `pin`, into the venv if it is missing; a benchmark dependency, never one of the package).
+
+Every package is installed at the version pinned in tools/constraints-<distro>.txt (the
+versions the suite was last run with), so a new release on PyPI cannot turn a fresh clone
+red. `--latest` tries the newest instead, in a venv of its own (.venv-<distro>-latest);
+`lock` rewrites tools/constraints-<distro>.txt from what is installed in the venv (with
+`--latest`: from the newest), to update the pins on purpose after the suite passed there.
 
 `test --busy` runs the suite with one busy loop pinned to each CPU (a loaded CI machine:
 on 2 cores the load is about 3 to 4 on top of the suite), `--repeat N` runs it N times in a
@@ -55,8 +63,17 @@ def requirements(distro):
     # scipy and cvxpy: the optional 'identification' extra (whole-arm identification);
     # rosbags: the 'bags' extra (identify reads and writes rosbag2 folders without ROS);
     # mujoco: the 'test' extra (identification on an arm simulated by MuJoCo)
+    # pin: Pinocchio, the yardstick of the kinematics tests and of the benchmarks
     return ros + ['numpy', 'pyyaml', 'pytest', 'hypothesis', 'matplotlib', 'scipy',
-                  'cvxpy', 'rosbags', 'mujoco'] + extras
+                  'cvxpy', 'rosbags', 'mujoco', 'pin'] + extras
+
+
+def constraints_file(distro):
+    return os.path.join(REPO, 'tools', f'constraints-{distro}.txt')
+
+
+def venv_dir(distro, latest=False):
+    return os.path.join(REPO, f'.venv-{distro}' + ('-latest' if latest else ''))
 
 
 def base_python():
@@ -75,24 +92,50 @@ def venv_python(venv):
     return os.path.join(venv, 'Scripts' if os.name == 'nt' else 'bin', 'python')
 
 
-def ensure_venv(distro):
-    """.venv-<distro> with the requirements installed (once; re-done if they change)."""
-    venv = os.path.join(REPO, f'.venv-{distro}')
+def ensure_venv(distro, latest=False):
+    """.venv-<distro> with the requirements installed at the pinned versions (once; re-done
+    if the requirements or the pins change); with `latest`, .venv-<distro>-latest with the
+    newest versions."""
+    venv = venv_dir(distro, latest)
+    pins = [] if latest else ['-c', constraints_file(distro)]
     wanted = '\n'.join(requirements(distro)) + '\n'
+    if not latest:
+        with open(constraints_file(distro), encoding='utf-8') as stream:
+            wanted += stream.read()
     marker = os.path.join(venv, MARKER)
     if os.path.exists(marker) and open(marker, encoding='utf-8').read() == wanted:
         return venv_python(venv)
     if not os.path.exists(venv_python(venv)):
         print(f'dev.py: creating {venv}', flush=True)
         subprocess.run([base_python(), '-m', 'venv', venv], check=True)
-    print(f'dev.py: installing {" ".join(requirements(distro))}', flush=True)
-    subprocess.run([venv_python(venv), '-m', 'pip', 'install', '--upgrade', 'pip'],
+    print(f'dev.py: installing {" ".join(requirements(distro))}'
+          + (' (newest versions)' if latest else
+             f' (versions of {os.path.relpath(constraints_file(distro), REPO)})'), flush=True)
+    subprocess.run([venv_python(venv), '-m', 'pip', 'install', '--upgrade', 'pip', *pins],
                    check=True)
-    subprocess.run([venv_python(venv), '-m', 'pip', 'install', *requirements(distro)],
+    subprocess.run([venv_python(venv), '-m', 'pip', 'install',
+                    *(['--upgrade'] if latest else []), *pins, *requirements(distro)],
                    check=True)
     with open(marker, 'w', encoding='utf-8') as stream:
         stream.write(wanted)
     return venv_python(venv)
+
+
+def write_constraints(python, distro):
+    """tools/constraints-<distro>.txt from `pip freeze` of `python`'s environment."""
+    frozen = subprocess.run([python, '-m', 'pip', 'freeze', '--all'], check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    pins = sorted((line for line in frozen if '==' in line and ' @ ' not in line),
+                  key=str.lower)
+    path = constraints_file(distro)
+    with open(path, 'w', encoding='utf-8') as stream:
+        stream.write(f'# Versions tools/dev.py installs into .venv-{distro} (pip -c); the suite '
+                     'passed with them.\n# Update on purpose: python3 tools/dev.py test '
+                     f'--distro {distro} --latest, then\n# python3 tools/dev.py lock --distro '
+                     f'{distro} --latest if it passed.\n')
+        stream.write('\n'.join(pins) + '\n')
+    print(f'dev.py: wrote {len(pins)} pins to {os.path.relpath(path, REPO)}')
+    return 0
 
 
 def environment():
@@ -209,8 +252,11 @@ def run_bench(python, options):
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog='dev.py', description=__doc__.split('\n')[0])
-    parser.add_argument('command', choices=('sim', 'test', 'bench'))
+    parser.add_argument('command', choices=('sim', 'test', 'bench', 'lock'))
     parser.add_argument('--distro', choices=DISTROS, default='kilted')
+    parser.add_argument('--latest', action='store_true',
+                        help='the newest versions from PyPI instead of the pinned ones, in '
+                        '.venv-<distro>-latest')
     parser.add_argument('--duration', type=float, default=None,
                         help='sim: simulated seconds, then print a tracking summary')
     parser.add_argument('--robot', default=None,
@@ -240,7 +286,9 @@ def parse(argv):
 
 def main(argv=None):
     options = parse(sys.argv[1:] if argv is None else argv)
-    python = options.python or ensure_venv(options.distro)
+    python = options.python or ensure_venv(options.distro, options.latest)
+    if options.command == 'lock':
+        return write_constraints(python, options.distro)
     # the demo does not need control_msgs (its first run stays quick); an interpreter given
     # with --python is the caller's, built for a distribution dev.py does not know: never
     # build into it (a kilted build into a jazzy venv breaks its rclpy)

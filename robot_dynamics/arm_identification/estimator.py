@@ -71,7 +71,9 @@ class ArmIdentification(NamedTuple):
     ('velocity' or 'position', see `identify_arm`); acceleration_fit: {source: the RMS
     over joints of the relative residual of an ordinary least-squares fit} for each source
     compared (empty when the source was given); velocities_recorded: False when no
-    recording had velocities (q̇ and q̈ from the positions)."""
+    recording had velocities (q̇ and q̈ from the positions); drive_fit: with 'auto'
+    offsets or friction, {'scores': {(law, offset): held-out relative residual},
+    'chosen': (law, offset), 'folds': blocks} (empty otherwise)."""
 
     model: RobotModel
     phi: np.ndarray
@@ -95,6 +97,7 @@ class ArmIdentification(NamedTuple):
     accelerations: str = 'velocity'
     acceleration_fit: dict = {}
     velocities_recorded: bool = True
+    drive_fit: dict = {}
 
     @property
     def excited(self):
@@ -187,7 +190,12 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
 
     Sensor and drive model: ``offset=True`` adds a constant effort offset per joint (a
     sensor bias: recorded = applied + offset; written as ``effort_offset``, which the
-    dynamics and the controller's command do not use). `friction`: each joint's friction
+    dynamics and the controller's command do not use). ``offset='auto'`` and/or
+    ``friction='auto'`` choose them from the data (`_choose_drive_model`: offsets on or
+    off, one law for all joints among coulomb, tanh and stribeck, by the held-out residual
+    of a least-squares fit on FOLDS contiguous blocks; ``drive_fit`` says what was
+    compared; not with a payload recording, where 'auto' is no offset and the prior's
+    laws). `friction`: each joint's friction
     law (`dynamics.friction_torques`; None: the prior model's; one name for all joints
     or a list), linear in its levels; the velocity scale v_s of tanh and stribeck joints
     is found by a search over `velocity_grid` (None: the prior's v_s kept): per joint in
@@ -244,6 +252,21 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     _require('scipy.signal')
     _require('cvxpy')
     stopwatch.lap('imports')
+    drive_choice = {}
+    if offset == 'auto' or friction == 'auto':
+        if payload_recording is not None:       # drive gains: not compared; the defaults
+            offset = False if offset == 'auto' else offset
+            friction = None if friction == 'auto' else friction
+        else:
+            drive_choice = _choose_drive_model(
+                prior_model, (t, q, qd, tau), offset, friction, cutoff_frequency,
+                sample_rate, friction_velocity, effort_timing, velocity_grid, accelerations)
+            offset, friction = drive_choice['offset'], drive_choice['friction']
+            prior_model = drive_choice['prior']
+            accelerations = drive_choice['accelerations']
+            if any(law in ('tanh', 'stribeck') for law in prior_model.friction_model):
+                velocity_grid = None            # the scales the comparison found
+            stopwatch.lap('friction law and offsets chosen')
     prior = _with_laws(prior_model, friction)
     n = prior.n
     velocities = np.array(prior.stribeck_velocity, dtype=float)
@@ -282,7 +305,7 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
     accelerations = min(fit, key=fit.get)
     equations = candidates[accelerations]
     velocities = equations.velocities
-    fit = fit if len(fit) > 1 else {}
+    fit = fit if len(fit) > 1 else dict(drive_choice.get('acceleration_fit', {}))
     if smooth and grid:
         _search_velocity_scales(equations, smooth, grid, ix, 1.0 / scale0 ** 2)
         stopwatch.lap('velocity scales')
@@ -327,7 +350,151 @@ def identify_arm(prior_model, t, q, qd, tau, offset=False, cutoff_frequency=10.0
         not_excited=not_excited, fixed=fixed, consistency=issues, timing=timing,
         offset=offsets, drive_gain=drive_gain, uncertainty=uncertainty,
         friction_model=prior.friction_model, stribeck_velocity=velocities,
-        accelerations=accelerations, acceleration_fit=fit, velocities_recorded=recorded)
+        accelerations=accelerations, acceleration_fit=fit, velocities_recorded=recorded,
+        drive_fit={key: value for key, value in drive_choice.items()
+                   if key in ('scores', 'chosen', 'folds')})
+
+
+GIVEN = 'given'         # `_choose_drive_model`: the friction law given, offsets compared
+DRIVE_CANDIDATES = (('coulomb', False), ('coulomb', True), ('tanh', False), ('tanh', True),
+                    ('stribeck', False), ('stribeck', True))
+FOLDS = 5               # contiguous blocks of the rows: the held-out comparison
+SIMPLER = 1e-3          # a richer candidate must leave this share less residual
+
+
+def _choose_drive_model(prior_model, recording, offset, friction, cutoff_frequency,
+                        sample_rate, friction_velocity, effort_timing, velocity_grid,
+                        accelerations):
+    """The effort offsets (on or off) and the friction law (one for every joint: coulomb,
+    tanh or stribeck) that `identify_arm` takes when given 'auto': each candidate's ordinary
+    least-squares fit of the base parameters is held out in turn on FOLDS contiguous
+    blocks of the rows (fitted on the others), and the candidate leaving the smallest
+    held-out relative residual (RMS over the rows of residual / RMS effort of the joint)
+    is kept; a richer one must improve on a simpler one by more than SIMPLER. The velocity
+    scales of tanh and stribeck are searched first (as `identify_arm` does). Returns
+    {'offset', 'friction', 'prior' (the model with the chosen velocity scales),
+    'accelerations', 'acceleration_fit', 'scores' {(law, offset): held-out residual},
+    'chosen' (law, offset), 'folds'}."""
+    t, q, qd, tau = recording
+    given = friction != 'auto'          # the law(s) given (None: the prior's): offsets only
+    laws = [GIVEN] if given else [c[0] for c in DRIVE_CANDIDATES[::2]]
+    offsets = [offset] if offset != 'auto' else [False, True]
+    richest = True in offsets
+    grid = _checked_grid(velocity_grid)
+    n = prior_model.n
+    # the data once, with the features of every smooth law compared
+    keys, functions = [], []
+    per_joint = ([_with_laws(prior_model, friction).friction_model] if given else
+                 [[law] * n for law in ('tanh', 'stribeck')])
+    for joint_laws in per_joint:
+        more = _feature_functions(joint_laws, [[v, *grid]
+                                               for v in prior_model.stribeck_velocity])
+        keys += more[0]
+        functions += more[1]
+    data = _prepare(prior_model, t, q, qd, tau, cutoff_frequency, sample_rate,
+                    friction_velocity, effort_timing, functions)
+    weights = 1.0 / (np.array([math.sqrt(np.mean(data.tau[data.mask[:, j], j] ** 2))
+                               if np.any(data.mask[:, j]) else 1.0 for j in range(n)])
+                     + 1e-9) ** 2
+    # Coulomb is Stribeck without its Stribeck columns: one set of equations for both
+    groups = ({'given': [GIVEN]} if given
+              else {'stribeck': ['coulomb', 'stribeck'], 'tanh': ['tanh']})
+    scores, found, source_fit = {}, {}, {}
+    used = accelerations
+    for group, members in groups.items():
+        prior = _with_laws(prior_model, friction if given else group)
+        velocities = np.array(prior.stribeck_velocity, dtype=float)
+        base = base_parameters(prior, richest)
+        if accelerations != 'auto':
+            sources = (accelerations,)
+        elif source_fit:
+            sources = (used,)
+        else:
+            sources = ACCELERATION_SOURCES if data.velocities_recorded else ('position',)
+        candidates = {}
+        for source in sources:
+            equations = _Equations(prior, richest, [data.with_accelerations(source)], keys,
+                                   velocities.copy())
+            equations.normal_equations()
+            candidates[source] = equations
+        ix = np.asarray(base.independent, dtype=int)
+        if len(candidates) > 1:
+            source_fit = {s: _relative_fit(c, ix, weights) for s, c in candidates.items()}
+        used = min(source_fit, key=source_fit.get) if source_fit else sources[0]
+        equations = candidates[used]
+        smooth = [j for j in range(n) if prior.friction_model[j] in ('tanh', 'stribeck')]
+        if smooth and grid:
+            _search_velocity_scales(equations, smooth, grid, ix, weights)
+        k, terms = equations.k, equations.terms
+        drop = {'offset': [j * k + 10 + terms.index('offset') for j in range(n)]
+                if richest else [],
+                'stribeck': [j * k + 10 + terms.index('stribeck') for j in range(n)]
+                if 'stribeck' in terms else []}
+        parts = _fold_parts(equations, weights)
+        for law in members:
+            found[law] = (prior if given else _with_laws(prior_model, law),
+                          equations.velocities.copy())
+            for with_offset in offsets:
+                removed = set(drop['offset'] if not with_offset else []) | set(
+                    drop['stribeck'] if law == 'coulomb' else [])
+                columns = np.array([c for c in ix if c not in removed], dtype=int)
+                scores[(law, with_offset)] = _held_out_fit(parts, columns,
+                                                           np.sum(equations.counts))
+    accelerations_used = used
+    chosen = None
+    for candidate in [c for c in DRIVE_CANDIDATES if c in scores] + [
+            c for c in scores if c not in DRIVE_CANDIDATES]:
+        if chosen is None or scores[candidate] < (1.0 - SIMPLER) * scores[chosen]:
+            chosen = candidate
+    law, with_offset = chosen
+    prior, velocities = found[law]
+    if any(law in ('tanh', 'stribeck') for law in prior.friction_model):
+        block = prior.to_params()
+        block['stribeck_velocity'] = [float(v) for v in velocities]
+        prior = RobotModel.from_params(block)
+    if given:           # the scores name the law as given
+        laws = set(prior.friction_model)
+        label = laws.pop() if len(laws) == 1 else 'the given laws'
+        scores = {(label, o): v for (_, o), v in scores.items()}
+        chosen = (scores and next(iter(scores))[0], with_offset)
+    return {'offset': with_offset, 'friction': friction if given else law, 'prior': prior,
+            'accelerations': accelerations_used,
+            'acceleration_fit': source_fit if len(source_fit) > 1 else {},
+            'scores': scores, 'chosen': chosen, 'folds': FOLDS}
+
+
+def _fold_parts(equations, weights, folds=FOLDS):
+    """Per fold [(G, h, yy)] of the weighted normal equations (`weights` (n,): 1 / each
+    joint's mean square effort) of every joint's rows cut into `folds` contiguous blocks
+    (in time), for `_held_out_fit`."""
+    parts = []
+    for f in range(folds):
+        G, h, yy = np.zeros((equations.P, equations.P)), np.zeros(equations.P), 0.0
+        for j in range(equations.n):
+            A, b = equations.rows(j)
+            edges = np.linspace(0, A.shape[0], folds + 1).astype(int)
+            Af, bf = A[edges[f]:edges[f + 1]], b[edges[f]:edges[f + 1]]
+            # einsum, not BLAS: a threaded GEMM can be many times slower on a loaded machine
+            G += weights[j] * np.einsum('kp,kq->pq', Af, Af)
+            h += weights[j] * np.einsum('kp,k->p', Af, bf)
+            yy += weights[j] * float(bf @ bf)
+        parts.append((G, h, yy))
+    return parts
+
+
+def _held_out_fit(parts, columns, rows):
+    """The held-out relative residual of an ordinary least-squares fit of the φ entries
+    `columns`: each fold of `_fold_parts` predicted by the fit of the others; the RMS over
+    all `rows` of the residual, each joint's relative to its RMS effort."""
+    c = np.asarray(columns, dtype=int)
+    G_all = sum(p[0] for p in parts)[np.ix_(c, c)]
+    h_all = sum(p[1] for p in parts)[c]
+    residual = 0.0
+    for G, h, yy in parts:
+        G, h = G[np.ix_(c, c)], h[c]
+        x = _inverse(G_all - G, h_all - h)
+        residual += yy - 2.0 * h @ x + x @ G @ x
+    return math.sqrt(max(residual, 0.0) / max(float(rows), 1.0))
 
 
 def _checked_grid(velocity_grid):
@@ -443,8 +610,10 @@ class _Equations:
         laws, velocities, n = self.laws, self.velocities, self.n
         key = (laws[j], float(velocities[j]))
         for Yr, d, f in zip(self.Y, self.data, self.filtered):
+            # a scale off the prepared grid is made now (and not kept)
+            feature = f[key] if key in f else _scale_feature(d, laws, key)
             columns = friction_columns([laws[j]], [velocities[j]], d.qd[:, [j]],
-                                       {'sign': f['sign'][:, [j]], key: f[key][:, [j]]})
+                                       {'sign': f['sign'][:, [j]], key: feature[:, [j]]})
             k_ = Yr.shape[-1] // n
             for t, term in self.level_terms:
                 Yr[:, j, j * k_ + 10 + t] = columns[term][:, 0]
@@ -460,26 +629,68 @@ class _Equations:
         self.h_j[j][columns] = np.einsum('kp,k->p', A[:, columns], b)
 
 
+def _scale_feature(data, laws, key):
+    """The prepared feature of `key` ((law, v_s)) for every joint with that law, made from
+    the recording like the grid's (`_prepare`'s `feature`)."""
+    keys, functions = _feature_functions(
+        laws, [[key[1]] if law == key[0] else [] for law in laws])
+    return data.feature(*functions[keys.index(key)])
+
+
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+SCALE_TOLERANCE = 1e-3      # relative: the refined v_s's bracket is narrower than this
+
+
 def _search_velocity_scales(equations, smooth, grid, ix, weights0):
     """The velocity scales of the `smooth` joints: a search over the grid, one joint at a
     time (two sweeps), each keeping the v_s whose weighted least-squares fit of the base
-    parameters `ix` leaves the smallest residual."""
+    parameters `ix` leaves the smallest residual; then each refined between its grid
+    neighbours (a golden-section search in log v_s, two sweeps).
+
+    The refinement matters: the Stribeck level and v_s trade against each other, so a v_s
+    one grid step (a factor 1.26) off moves the identified level by about a third, and
+    which of two grid points next to the true v_s fits better can turn on rounding (it
+    differed between two BLAS builds of the same numpy)."""
     G_j, h_j, yy = equations.G_j, equations.h_j, equations.yy
 
-    def weighted_residual():
+    def weighted_residual(j, v):
+        equations.set_velocity(j, v)
         G, h = _weighted(G_j, h_j, weights0, ix)
         x = _inverse(G, h)
         return float(weights0 @ yy - 2.0 * h @ x + x @ G @ x)
     velocities = equations.velocities
     for _ in range(2):
         for j in smooth:
-            best = None
-            for v in sorted(set([velocities[j], *grid])):
-                equations.set_velocity(j, v)
-                value = weighted_residual()
-                if best is None or value < best[0]:
-                    best = (value, v)
+            best = min((weighted_residual(j, v), v) for v in sorted(set([velocities[j], *grid])))
             equations.set_velocity(j, best[1])
+    points = np.log(sorted(grid))
+    for _ in range(2):
+        for j in smooth:
+            v = math.log(velocities[j])
+            low = points[points < v - 1e-12]
+            high = points[points > v + 1e-12]
+            bracket = (low[-1] if low.size else v, high[0] if high.size else v)
+            equations.set_velocity(j, math.exp(_golden_section(
+                lambda x: weighted_residual(j, math.exp(x)), *bracket, v,
+                math.log1p(SCALE_TOLERANCE))))
+
+
+def _golden_section(f, a, b, start, tolerance):
+    """The minimiser of f on [a, b] by golden-section search to `tolerance`, or `start`
+    where f is no larger (f unimodal near its grid minimum is all that is assumed)."""
+    best = (f(start), start)
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tolerance:
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = f(d)
+    return min(best, (fc, c), (fd, d))[1]
 
 
 def _relative_fit(equations, ix, weights):

@@ -28,6 +28,7 @@ class _Prepared(NamedTuple):
     features: list = []  # `features` functions of the full-rate filtered q̇, filtered like τ
     qdd_position: np.ndarray = None   # (K, n) second derivative of the filtered q
     velocities_recorded: bool = True  # False: no run had velocities (q̇ from q throughout)
+    feature: object = None  # feature(function, joints): one more feature, made like `features`
 
     def with_accelerations(self, source):
         """This data with q̈ from `source`: 'velocity' (the derivative of the filtered
@@ -160,7 +161,11 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
     qf, qdf, qddf, tauf, coulomb, qddp, *extra = (np.concatenate(parts)
                                                   for parts in zip(*(p[1] for p in pieces)))
     mask = np.abs(qdf) >= friction_velocity
-    data = _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra), qddp, recorded)
+
+    def feature(function, columns):
+        return np.concatenate([piece[2](function, columns) for piece in pieces])
+    data = _Prepared(qf, qdf, qddf, tauf, coulomb, mask, raw, list(extra), qddp, recorded,
+                     feature)
     if accelerations is None:
         accelerations = 'velocity' if recorded else 'position'
     return data.with_accelerations(accelerations)
@@ -168,8 +173,10 @@ def _prepare(model, t, q, qd, tau, cutoff_frequency, sample_rate, friction_veloc
 
 def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing, features):
     """One gap-free run of `_prepare`: (velocities recorded, (q, q̇, q̈, τ, Coulomb
-    column, q̈ from q, *features)) filtered, edges dropped and decimated, or None when the
-    run is too short to filter. q̇ None: the derivative of the filtered q."""
+    column, q̈ from q, *features), feature) filtered, edges dropped and decimated, or None
+    when the run is too short to filter; feature(function, joints) makes one more feature
+    the same way later (the velocity-scale search asks for scales off its grid). q̇ None:
+    the derivative of the filtered q."""
     qg, qdg, taug = arrays
     recorded = qdg is not None
     step, (qg, qdg, taug) = uniform_grid(tg, (qg, qdg if recorded else qg, taug))
@@ -186,11 +193,7 @@ def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing
     # commute with sign(), and sign(filtered q̇) would be a step where the filtered
     # effort has a ramp ~1/cutoff long at every reversal
     coulomb = signal.sosfiltfilt(sos, np.sign(qdf), axis=0)
-    extra = []
-    for function, columns in features:
-        column = np.zeros_like(qdf)
-        column[:, columns] = signal.sosfiltfilt(sos, function(qdf[:, columns]), axis=0)
-        extra.append(column)
+    qd_full = qdf
     if effort_timing == 'instant':
         qddf = np.gradient(qdf, step, axis=0)
         qddp = np.gradient(qdp, step, axis=0)
@@ -199,8 +202,16 @@ def _filter_run(signal, tg, arrays, cutoff_frequency, sample_rate, effort_timing
         qddp = np.diff(qdp, axis=0) / step
         qf, qdf = 0.5 * (qf[1:] + qf[:-1]), 0.5 * (qdf[1:] + qdf[:-1])
         coulomb = 0.5 * (coulomb[1:] + coulomb[:-1])
-        extra = [0.5 * (e[1:] + e[:-1]) for e in extra]
         tauf = tauf[:-1] if effort_timing == 'held_after' else tauf[1:]
     keep = slice(edge, qf.shape[0] - edge, max(1, int(round(rate / sample_rate))))
+
+    def feature(function, columns):
+        """function(q̇ of `columns`) at the full rate, filtered like τ, paired and
+        decimated like the other columns; zeros for the other joints."""
+        column = np.zeros_like(qd_full)
+        column[:, columns] = signal.sosfiltfilt(sos, function(qd_full[:, columns]), axis=0)
+        if effort_timing != 'instant':
+            column = 0.5 * (column[1:] + column[:-1])
+        return column[keep]
     return recorded, (qf[keep], qdf[keep], qddf[keep], tauf[keep], coulomb[keep],
-                      qddp[keep], *(e[keep] for e in extra))
+                      qddp[keep], *(feature(f, c) for f, c in features)), feature

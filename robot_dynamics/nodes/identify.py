@@ -8,7 +8,8 @@ parameter file the controller and the plant load after the robot's own (doc/iden
     identify estimate --params-file P [P ...] --bag DIR [DIR ...] [--validate DIR]
                       [--topic /joint_states] [--node computed_torque_controller]
                       [--effort-timing instant] [--output-section /**/NODE]
-                      [--offset] [--friction LAW [LAW ...]] [--accelerations auto]
+                      [--offset | --no-offset] [--friction LAW [LAW ...] | auto]
+                      [--accelerations auto] [--write-inconsistent]
                       [--payload-bag DIR [DIR ...] --payload M CX CY CZ [I x 6]]
                       [--report REPORT.yaml] [--relative-std-threshold 20]
                       [--essential-ratio 100] --output OUT.yaml
@@ -38,7 +39,8 @@ with position and effort, and velocity when recorded (else the velocities come f
 positions); jittered, dropped, duplicated or late messages,
 several publishers), identifies the model, prints for the prior and the identified model
 the per-joint RMS torque error and relative error on the validation data (--validate, else
-the last 20 % of the samples, held out), the condition number, the sample count and how the
+the last 20 % of the samples, held out), the condition number, the sample count, the
+friction law and offsets chosen from the data when not given (held out on 5 blocks), how the
 directions the data cannot determine were fixed, and writes OUT.yaml:
 ``/**/NODE: ros__parameters: robot:`` with the identified values (NODE: --node, the
 controller, so that loading the file into a simulation leaves the plant as it is;
@@ -60,9 +62,11 @@ validation errors.
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
 --timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
 cvxpy is missing (the line says what to pip install); 2 bad arguments or bad input (a missing bag, no
-JointState topic, joints missing, no efforts, too short, a bad parameter file, rosbags
-missing); 3 (estimate) the data do not excite the parameters (nothing written; which ones
-is printed), (excite) the goal was refused; 4 (excite) the goal was aborted or canceled;
+JointState topic, joints missing, no efforts or efforts without information (0, constant,
+far below the gravity torques), too short, a bad parameter file, rosbags missing); 3
+(estimate) the data do not excite the parameters (nothing written; which ones is printed),
+(excite) the goal was refused; 4 (estimate) the estimate is not physically consistent
+(nothing written unless --write-inconsistent), (excite) the goal was aborted or canceled;
 70 (estimate) an internal error: a bug, not bad data (one line; please report it);
 130 stopped (Ctrl-C, SIGTERM).
 `plan`: 0 done; 1 no /joint_states or action server within --timeout, the arm moved while
@@ -75,20 +79,26 @@ import math
 import os
 import sys
 import time
-import warnings
 
 import numpy as np
 import yaml
 
 from robot_dynamics.joint_state_bag import BagError, DEFAULT_TOPIC, read_joint_states
-from robot_dynamics.model import FRICTION_MODELS, RobotModel
+from robot_dynamics.model import FRICTION_MODELS
+from robot_dynamics.nodes.identification.common import (  # noqa: F401 - identify's names
+    EFFORT_TIMING_KEY, InputError, layered_parameters, prior_model, RECORDED_BY_KEY, _flatten,
+    _layers)
 from robot_dynamics.nodes.common.outputs import write_file
 
+INCONSISTENT_HEADER = ('# Estimated by `identify estimate --write-inconsistent`: NOT physically '
+                       'consistent\n# (see the issues below), for inspection only: do not '
+                       'load it to control the arm\n')
 EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
 ACCELERATION_SOURCES = ('velocity', 'position')      # arm_identification's, not imported here
 
 BAD_INPUT = 2
 NOT_EXCITED = 3
+NOT_CONSISTENT = 4      # estimate: the estimate is not physically consistent
 BUG = 70                # sysexits' EX_SOFTWARE: an internal error, not bad input
 STOPPED = 130
 EXCITATION_ITERATIONS = 20   # optimal_excitation's L-BFGS iterations
@@ -97,11 +107,6 @@ CONTROLLER = '/computed_torque_controller'
 PER_LINK = {'com': 3, 'inertia': 6}    # written one link per line
 OUTPUT_HEADER = ('# Identified by `identify estimate`: load after the robot\'s own file,\n'
                  '#   --ros-args --params-file ROBOT.yaml --params-file THIS.yaml\n')
-EFFORT_TIMING_KEY = 'robot_dynamics.effort_timing'   # the bag metadata's custom_data key
-
-
-class InputError(ValueError):
-    """Bad input to `estimate`: one line, exit status 2."""
 
 
 class EstimationError(RuntimeError):
@@ -182,14 +187,17 @@ def parse_arguments(argv):
                           'derivative of the recorded velocities), position (the second '
                           'derivative of the recorded positions) or auto (default: the one '
                           'the estimation data fit better)')
-    estimate.add_argument('--offset', action='store_true',
+    estimate.add_argument('--offset', action=argparse.BooleanOptionalAction, default=None,
                           help="estimate each joint's constant effort offset (the effort "
-                          "sensor's bias; written as effort_offset, not used in the command)")
+                          "sensor's bias; written as effort_offset, not used in the "
+                          'command), or not (--no-offset); default: chosen from the data '
+                          '(held out)')
     estimate.add_argument('--friction', nargs='+', default=None, metavar='LAW',
-                          choices=FRICTION_MODELS,
+                          choices=FRICTION_MODELS + ('auto',),
                           help='friction law: one for every joint or one per joint, of '
-                          f'{", ".join(FRICTION_MODELS)} (default: the robot file\'s, '
-                          'else coulomb)')
+                          f'{", ".join(FRICTION_MODELS)}, or auto (chosen from the data '
+                          'among coulomb, tanh and stribeck, held out); default: the robot '
+                          'file\'s friction_model if it has one, else auto')
     estimate.add_argument('--payload-bag', nargs='+', default=None, dest='payload_bags',
                           metavar='DIR', help='recordings with a known payload attached: '
                           'estimate the drive gains too (needs --payload)')
@@ -210,6 +218,10 @@ def parse_arguments(argv):
                           help='essential parameters: drop the least certain until the '
                           'largest relative standard deviation is at most RATIO times the '
                           'smallest (default: 100)')
+    estimate.add_argument('--write-inconsistent', action='store_true',
+                          dest='write_inconsistent',
+                          help='write the estimate even when it is not physically '
+                          'consistent (for inspection; exit status 4 all the same)')
     estimate.add_argument('--output', required=True, metavar='OUT.yaml',
                           help='the parameter file to write')
     from robot_dynamics.nodes.identification.identify_plan import add_arguments
@@ -242,81 +254,6 @@ def parse_arguments(argv):
                 parser.error(f'--{name.replace("_", "-")}: must be finite and > 0, got '
                              f'{value}')
     return args
-
-
-# ---------------------------------------------------------------------- the prior model
-
-
-def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as the nodes layer them:
-    in each file the sections that apply to the node `node_name` (``/**``, its name,
-    ``/**/name``, ...), in the file's order, then the next file, each overriding earlier
-    values key by key (flat, dotted names). A relative robot.urdf_file is taken from its
-    file's folder."""
-    merged = {}
-    for path, flat in _layers(paths, node_name):
-        urdf_file = flat.get('robot.urdf_file')
-        if isinstance(urdf_file, str) and urdf_file and not (
-                os.path.isabs(urdf_file) or '://' in urdf_file):
-            flat['robot.urdf_file'] = os.path.join(
-                os.path.dirname(os.path.abspath(path)), urdf_file)
-        merged.update(flat)
-    robot = {key[len('robot.'):]: value for key, value in merged.items()
-             if key.startswith('robot.')}
-    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
-    return robot, others
-
-
-def _layers(paths, node_name):
-    """[(path, {dotted name: value})]: the sections of the files that apply to the node,
-    file after file, each file's in its order: the nodes' own layering
-    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
-    from robot_dynamics.nodes.common.layering import parameter_layers
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
-    try:
-        for path in paths:
-            check_params_file(path)
-        return [(path, parameters) for path, _section, parameters
-                in parameter_layers(paths, node_name or None)]
-    except ParamsFileError as error:
-        raise InputError(str(error)) from None
-
-
-def _flatten(mapping, prefix=''):
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
-def prior_model(paths, node_name=None):
-    """(RobotModel, joint names, [model warnings]) from layered parameter files;
-    InputError with one line."""
-    robot, others = layered_parameters(paths, node_name)
-    if not robot:
-        raise InputError(f'params files {" ".join(paths)}: no robot block (expected '
-                         '"/**: ros__parameters: robot: ...", e.g. config/puma560.yaml)')
-    description = others.get('robot_description')
-    if robot.get('source') == 'urdf' and description and not (
-            robot.get('urdf') or robot.get('urdf_file')):
-        robot['urdf'] = description
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            model = RobotModel.from_params(robot)
-        except ValueError as error:
-            raise InputError(f'params files {" ".join(paths)}: {error}') from None
-    joints = others.get('joints') or model.joint_names
-    if not joints:
-        raise InputError(f'params files {" ".join(paths)}: joints: missing (a list of joint '
-                         'names, in the order of the robot block)')
-    if isinstance(joints, str) or len(joints) != model.n or len(set(joints)) != model.n:
-        raise InputError(f'params files {" ".join(paths)}: joints: expected {model.n} '
-                         f'distinct names, got {joints!r}')
-    return model, tuple(joints), [str(w.message) for w in caught]
 
 
 # ---------------------------------------------------------------------- estimate
@@ -385,8 +322,11 @@ def effort_timing(args, recordings, out=print):
                          f'{sorted(found)}; estimate them separately or give --effort-timing')
     if found:
         timing = found.pop()
-        out(f'effort timing: {timing} (from the bags\' metadata, written by `identify '
-            'excite`)')
+        writers = sorted({str(r.custom_data[RECORDED_BY_KEY]) for r in recordings
+                          if r.custom_data.get(RECORDED_BY_KEY)})
+        by = (' and '.join(f'`{w}`' for w in writers) if writers
+              else 'the command that recorded them')
+        out(f'effort timing: {timing} (from the bags\' metadata, written by {by})')
         return timing
     return 'instant'
 
@@ -420,7 +360,13 @@ def estimate(args, out=print):
     if friction is not None and len(friction) not in (1, model.n):
         raise InputError(f'--friction: expected 1 or {model.n} laws, got {len(friction)}')
     friction = friction[0] if friction is not None and len(friction) == 1 else friction
-    options = dict(offset=getattr(args, 'offset', False), friction=friction,
+    if isinstance(friction, list) and 'auto' in friction:
+        raise InputError('--friction auto: one law for every joint (auto alone)')
+    if friction is None and 'friction_model' not in layered_parameters(
+            args.params_files, args.node)[0]:
+        friction = 'auto'
+    offset = getattr(args, 'offset', None)
+    options = dict(offset='auto' if offset is None else offset, friction=friction,
                    essential_ratio=getattr(args, 'essential_ratio', 100.0),
                    accelerations=getattr(args, 'accelerations', 'auto'))
     if getattr(args, 'payload_bags', None):
@@ -431,6 +377,10 @@ def estimate(args, out=print):
         options.update(payload_pieces=pieces(payload_recordings), payload={
             'mass': values[0], 'com': values[1:4],
             'inertia': values[4:10] if len(values) == 10 else [0.0] * 6})
+    useless = core.uninformative_efforts(model, joints, pieces(recordings),
+                                         scaled=bool(getattr(args, 'payload_bags', None)))
+    if useless is not None:
+        raise InputError(f'{" ".join(args.bags)}: {useless}; nothing written')
     try:
         result = core.identify(model, pieces(estimation), timing, **options)
     except RecordingError as error:
@@ -441,6 +391,9 @@ def estimate(args, out=print):
     out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
         f'filtering and decimation; condition number {result.condition:.4g}')
     out(acceleration_line(result))
+    line = drive_choice_line(result)
+    if line:
+        out(line)
     if result.not_excited:
         out(f'not excited: the data do not determine {"; ".join(result.not_excited)}. '
             f'Nothing written to {args.output}: record a longer or richer motion (e.g. '
@@ -450,6 +403,12 @@ def estimate(args, out=print):
     out('physically consistent: ' + ('yes (every link\'s pseudo-inertia positive definite; '
                                      'armature and friction >= 0)' if not result.consistency
                                      else 'NO: ' + '; '.join(result.consistency)))
+    inconsistent = bool(result.consistency)
+    if inconsistent and not getattr(args, 'write_inconsistent', False):
+        out(f'not physically consistent: nothing written to {args.output} (a model with '
+            'such bodies is no arm; check that the efforts are the joint efforts, their '
+            'sign, units and timing; --write-inconsistent writes it anyway, for inspection)')
+        return NOT_CONSISTENT
     try:
         prior_errors = core.errors(model, pieces(validation), timing,
                                    accelerations=result.accelerations)
@@ -471,12 +430,17 @@ def estimate(args, out=print):
         out(line)
     section = args.output_section or '/**/' + args.node.strip('/')
     write_parameter_file(args.output, core.overrides(result.model), args, result, held,
-                         prior_errors, identified_errors, timing, section)
+                         prior_errors, identified_errors, timing, section, inconsistent)
     report = getattr(args, 'report', None) or report_path(args.output)
     write_report(report, joints, result, threshold, args)
     stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
     out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
     out(f'wrote {report}: the base parameters\' uncertainty and the essential parameters')
+    if inconsistent:
+        out(f'wrote {args.output} (section {section}): NOT physically consistent, for '
+            'inspection only (--write-inconsistent): the nodes refuse to load it unless '
+            'robot.accept_nonphysical_inertia is true; do not control the arm with it')
+        return NOT_CONSISTENT
     files = ' '.join(f'--params-file {path}' for path in args.params_files)
     out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
         f'{files} --params-file {args.output}')
@@ -490,14 +454,31 @@ def acceleration_line(result):
     chosen = result.accelerations
     fit = getattr(result, 'acceleration_fit', None) or {}
     if not getattr(result, 'velocities_recorded', True):
-        return (f'accelerations: {words[chosen]} (the recordings have no velocities: the '
-                "velocities are the positions' derivative too)")
+        return (f'accelerations: {words[chosen]} (no velocities recorded, or none '
+                "measured: the velocities are the positions' derivative too)")
     if chosen not in fit or len(fit) < 2:
         return f'accelerations: {words[chosen]} (--accelerations {chosen})'
     other = next(source for source in fit if source != chosen)
     return (f'accelerations: {words[chosen]}: a least-squares fit leaves '
             f'{100 * fit[chosen]:.3g} % of the efforts unexplained with them, '
             f'{100 * fit[other]:.3g} % with {words[other]} (--accelerations to choose)')
+
+
+def drive_choice_line(result):
+    """The friction law and offsets chosen from the data, and the alternatives' held-out
+    residuals, in one line ('' when both were given)."""
+    fit = getattr(result, 'drive_fit', None) or {}
+    if not fit.get('scores'):
+        return ''
+    law, offset = fit['chosen']
+
+    def name(candidate):
+        return candidate[0] + (' + offsets' if candidate[1] else '')
+    others = ', '.join(f'{name(c)} {100 * v:.4g} %' for c, v in fit['scores'].items())
+    return (f'friction law and offsets: {name(fit["chosen"])}, chosen from the data: the '
+            f'held-out share of the efforts a least-squares fit leaves unexplained '
+            f'({fit["folds"]} blocks, each predicted from the others): {others} '
+            '(--friction, --offset / --no-offset to choose)')
 
 
 # ---------------------------------------------------------------------- uncertainty
@@ -636,9 +617,9 @@ def _floats_in_lists(value):
     return value
 
 
-def parameter_file_text(robot, comments=(), section='/**'):
+def parameter_file_text(robot, comments=(), section='/**', header=None):
     """The text of ``SECTION: ros__parameters: robot: ...`` with the (flat or nested) robot
-    keys, each list of one type."""
+    keys, each list of one type, after `header` (default OUTPUT_HEADER)."""
     nested = {}
     for key, value in _flatten(robot).items():
         head = nested
@@ -646,7 +627,7 @@ def parameter_file_text(robot, comments=(), section='/**'):
         for part in parts[:-1]:
             head = head.setdefault(part, {})
         head[parts[-1]] = _floats_in_lists(value)
-    lines = [OUTPUT_HEADER.rstrip('\n')] + [f'# {c}' for c in comments]
+    lines = [(header or OUTPUT_HEADER).rstrip('\n')] + [f'# {c}' for c in comments]
     lines += [f'{section}:', '  ros__parameters:', '    robot:']
 
     def emit(mapping, indent):
@@ -670,7 +651,7 @@ def _percentages(values):
 
 
 def write_parameter_file(path, robot, args, result, held, prior_errors, identified_errors,
-                         timing='instant', section='/**'):
+                         timing='instant', section='/**', inconsistent=False):
     comments = [f'prior: {" ".join(args.params_files)}',
                 f'recordings: {" ".join(args.bags)} (effort timing {timing})',
                 'accelerations from the recorded '
@@ -680,11 +661,14 @@ def write_parameter_file(path, robot, args, result, held, prior_errors, identifi
                 f'validation ({held}), relative effort error per joint: prior '
                 f'{_percentages(prior_errors.relative)}, identified '
                 f'{_percentages(identified_errors.relative)}']
+    if inconsistent:
+        comments.append('not physically consistent: ' + '; '.join(result.consistency))
     if getattr(result, 'drive_gain', None) is not None:
         comments.append('drive gains (joint effort = gain x recorded effort; the values '
                         'here are joint efforts): '
                         + ', '.join(f'{g:.6g}' for g in result.drive_gain))
-    write_file(path, parameter_file_text(robot, comments, section))
+    write_file(path, parameter_file_text(robot, comments, section,
+                                         INCONSISTENT_HEADER if inconsistent else None))
 
 
 # ---------------------------------------------------------------------- main
@@ -701,7 +685,11 @@ def main(args=None):
         return run_excite(argv, options)
     if options.command == 'plan':
         from robot_dynamics.nodes.identification.identify_plan import run_plan
-        return run_plan(argv, options)
+
+        def send(*arguments):       # --send: ROS (plan_sender imports rclpy), imported here
+            from robot_dynamics.nodes.identification.plan_sender import send as send_plan
+            return send_plan(*arguments)
+        return run_plan(argv, options, send)
     try:
         return estimate(options)
     except InputError as error:

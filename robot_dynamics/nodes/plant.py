@@ -23,6 +23,12 @@ steps_per_tick·integration_step, publishes /clock, then /joint_states. With loc
 default) simulated time advances only once the command answering the last published state
 has arrived (or lockstep_timeout wall seconds passed), so the loop does not depend on the
 CPU keeping up; simulated time starts with the first command.
+
+Engines (`engine`): own (this package's integrator and stops) or mujoco (MuJoCo's mj_step
+on the MJCF file mujoco.model_file, or on MJCF generated from the robot model; its joint
+limits and contacts); robot_dynamics.engines. ~/external_wrench (geometry_msgs/
+WrenchStamped) acts on the link header.frame_id names (empty: the tip), force and moment in
+the base frame, until the next one (all zero clears it).
 """
 
 import math
@@ -31,22 +37,25 @@ import threading
 import time
 
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics import integration
+from robot_dynamics import engines, integration
+from robot_dynamics.model_checks import singular_mass_matrix_message
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
+from robot_dynamics.nodes.common.effort_command import (declare_command_message, describe,
+                                                        EffortCommand, message_type, Refused)
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
     declare_robot, keep_float_types, name_unknown_parameters, payload_model)
 from robot_dynamics.nodes.common.realtime import declare_realtime
-from robot_dynamics.nodes.common.runner import (domain_in_use_message,
+from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               own_loop_after_the_model, run, StartRefused)
 
 NODE_NAME = 'plant_simulator'
@@ -78,10 +87,13 @@ class PlantSimulator(Node):
         self._declare_parameters()
         if self.drives_compensate_gravity:   # g(q) added to every command: weightless
             self.model = model.with_gravity((0.0, 0.0, 0.0))
+        singular = singular_mass_matrix_message(self.model)   # no forward dynamics
+        if singular:
+            raise ConfigurationError(f'robot: {singular}')
         n = self.model.n
         self._step = integration.METHODS[self.method]
         self._stops = None
-        if self.joint_stops:
+        if self.joint_stops and self.engine_name == 'own':
             self._stops = integration.JointStops(self.model.position_min,
                                                  self.model.position_max)
             beyond = np.flatnonzero(self._stops.outside(self.q))
@@ -94,10 +106,8 @@ class PlantSimulator(Node):
                     '; with joint_stops true the arm cannot start there: start inside the '
                     'limits, widen them (a plant_simulator section may override robot.*) or '
                     'set joint_stops false')
-        self._step(self.model, self.q, self.qd, np.zeros(n), self.dt)   # generates the
-        #    kernels now (tens of ms), not in the first tick after the loop closed
-        if self._stops is not None and self._stops.any:     # and the stops' batch kernel,
-            self._stops.gains(self.model, self.q, self.dt)  # not at the first contact
+        self.engine = self._make_engine()
+        self.engine.prepare(self.model, self.q)   # the kernels now, not in the first tick
         self._tau_command = np.zeros(n)
         self._tau_applied = np.zeros(n)
         self._clipped = None                 # (command, model, clipped command, joints)
@@ -131,8 +141,12 @@ class PlantSimulator(Node):
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
                            if self.publish_clock else None)
+        self._command_type = message_type(self.command_message)
+        self._command_reader = EffortCommand(self.joints, self.command_message)
         self._command_sub = self.create_subscription(
-            Float64MultiArray, self.command_topic, self._on_command, 10)
+            self._command_type, self.command_topic, self._on_command, 10)
+        self._wrench_sub = self.create_subscription(
+            WrenchStamped, '~/external_wrench', self._on_wrench, 10)
         wall_period = self.tick_period
         if self.publish_clock:
             wall_period = (self.tick_period / self.real_time_factor
@@ -142,20 +156,46 @@ class PlantSimulator(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._diagnostics = PlantDiagnostics(self)      # /diagnostics
         self.get_logger().info(
-            f'{n} joints, {self.method} at {self.dt * 1e3:g} ms, /joint_states every '
+            f'{n} joints, {self._engine_text()}, {self.method} at {self.dt * 1e3:g} ms, '
+            f'/joint_states every '
             f'{self.tick_period * 1e3:g} ms'
             + (', publishing /clock' + (' in lock-step' if self.lockstep else '')
                if self.publish_clock else '')
-            + f'; efforts from {self.command_topic}'
+            + f'; efforts from {self.command_topic} ({describe(self.command_message)})'
             + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
                else '')
             + (f'; {self.measurement_noise.describe()}' if self.measurement_noise.enabled
                else '')
-            + ('; mechanical stops at robot.position_min/max' if self._stops is not None
+            + ('; joint limits and contacts from MuJoCo' if self.engine_name == 'mujoco'
+               else '; mechanical stops at robot.position_min/max' if self._stops is not None
                and self._stops.any else '; no mechanical stops' if self._stops is not None
                else '; mechanical stops off (joint_stops false)')
             + ('; brakes engaged until the first effort command' if self.brakes
                else '; no brakes (brakes false): zero effort lets the arm fall'))
+
+    # ------------------------------------------------------------------ the engine
+
+    def _make_engine(self):
+        """The engine the `engine` parameter selects (engines.make_engine);
+        ConfigurationError (one line) when MuJoCo is absent or refuses the model."""
+        try:
+            engine = engines.make_engine(
+                self.engine_name, self.model, self.joints, self.dt, self.method,
+                stops=self._stops, model_file=self.mujoco_model_file,
+                limits=self.joint_stops, log=self.get_logger().warning)
+        except ImportError as error:
+            raise ConfigurationError(f'engine mujoco: {error}') from None
+        except ValueError as error:
+            raise ConfigurationError(f'engine mujoco: {error}') from None
+        if self.engine_name == 'mujoco' and self.drives_compensate_gravity:
+            engine.set_gravity((0.0, 0.0, 0.0))
+        return engine
+
+    def _engine_text(self):
+        if self.engine_name == 'own':
+            return 'engine own'
+        return ('engine mujoco (' + (self.mujoco_model_file or 'MJCF generated from the '
+                                     'robot model') + ')')
 
     # ------------------------------------------------------------------ parameters
 
@@ -186,7 +226,8 @@ class PlantSimulator(Node):
                 f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
         self.command_topic = as_string('command_topic', declare(
             self, 'command_topic', '/effort_controller/commands', 'effort command topic '
-            '(std_msgs/Float64MultiArray, joints order, N m | N)', read_only=True))
+            '(command_message says the message; N m | N)', read_only=True))
+        self.command_message = declare_command_message(self)
         self.command_timeout = as_float('command_timeout', declare(
             self, 'command_timeout', 0.1, 'apply zero effort when the last command is older '
             'than this [s of plant time]; 0 = never', read_only=True, minimum=0.0,
@@ -224,6 +265,18 @@ class PlantSimulator(Node):
             self, 'joint_stops', True, 'robot.position_min/max act as mechanical stops (a '
             'stiff spring-damper beyond each finite limit); false: the joints pass them '
             '(for studies)', read_only=True))
+        self.engine_name = as_choice('engine', declare(
+            self, 'engine', 'own', 'the physics that moves the arm: own (this package\'s '
+            'forward dynamics, integration_method, joint_stops) or mujoco (MuJoCo\'s mj_step, '
+            'pip install mujoco; its joint limits and contacts)', read_only=True),
+            engines.ENGINES)
+        self.mujoco_model_file = declare(
+            self, 'mujoco.model_file', '', 'with engine mujoco: the MJCF file of the arm '
+            '(joints named as the controller\'s); empty = MJCF generated from the robot '
+            'model (no collision geometry, joint limits when joint_stops)', read_only=True)
+        if not isinstance(self.mujoco_model_file, str):
+            raise ConfigurationError(f'mujoco.model_file: expected a path (string), got '
+                                     f'{self.mujoco_model_file!r}')
         self.brakes = as_bool('brakes', declare(
             self, 'brakes', True, 'hold every joint still until the first effort command '
             'and while the last one is older than command_timeout, as the holding brakes of '
@@ -242,18 +295,21 @@ class PlantSimulator(Node):
             model = payload_model(self._target_model, changes)
         except (ConfigurationError, TypeError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
+        try:
+            prepared = self.engine.prepare_model(model)   # binds the new model's kernels
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
         self._target_model = model
-        zero = np.zeros(model.n)
-        self._step(model, zero, zero, zero, self.dt)      # binds the new model's kernels
         with self._model_lock:
-            self._new_model = model
+            self._new_model = (model, prepared)
         return SetParametersResult(successful=True)
 
     def _take_new_model(self):
         if self._new_model is None:
             return
         with self._model_lock:
-            self.model, self._new_model = self._new_model, None
+            (self.model, prepared), self._new_model = self._new_model, None
+        self.engine.use_model(self.model, prepared)
         self.get_logger().info(f'payload {self.model.payload.mass:g} kg in effect')
 
     # ------------------------------------------------------------------ time
@@ -279,18 +335,15 @@ class PlantSimulator(Node):
     # ------------------------------------------------------------------ callbacks
 
     def _on_command(self, msg):
-        data = msg.data
-        if len(data) != self.model.n:
-            self.get_logger().warning(
-                f'{self.command_topic}: data has {len(data)} values for {self.model.n} joints; '
-                'command ignored', throttle_duration_sec=THROTTLE)
-            return
-        tau = np.array(data, dtype=float)
-        if not np.isfinite(tau).all():
-            bad = np.flatnonzero(~np.isfinite(tau))
-            self.get_logger().warning(
-                f'{self.command_topic}: data[{bad[0]}] (joint {self.joints[bad[0]]}) is not '
-                'finite; command ignored', throttle_duration_sec=THROTTLE)
+        try:
+            tau = self._command_reader.read(msg)
+        except Refused as refused:
+            line = (f'{self.command_topic}: {refused}; command ignored (the last good one '
+                    'stays, within command_timeout)')
+            if refused.level == 'info':    # two call sites: rclpy keeps one level per site
+                self.get_logger().info(line, throttle_duration_sec=THROTTLE)
+            else:
+                self.get_logger().warning(line, throttle_duration_sec=THROTTLE)
             return
         self._tau_command = tau
         self._command_time = self._plant_time()
@@ -303,6 +356,30 @@ class PlantSimulator(Node):
             self._started = True
             if self.real_time_factor == 0.0 and self.publish_clock:
                 self._advance()
+
+    def _on_wrench(self, msg):
+        """~/external_wrench: the wrench on link header.frame_id from now on (all zero
+        clears it); a bad one is refused in one line naming the field."""
+        try:
+            force, moment = msg.wrench.force, msg.wrench.torque
+            self.engine.set_wrench(msg.header.frame_id, (force.x, force.y, force.z),
+                                   (moment.x, moment.y, moment.z))
+        except engines.FrameError as error:
+            self.get_logger().warning(f'~/external_wrench: {error}; wrench ignored',
+                                      throttle_duration_sec=THROTTLE)
+            return
+        except ValueError as error:
+            text = str(error).replace('moment.', 'wrench.torque.').replace(
+                'force.', 'wrench.force.')
+            self.get_logger().warning(f'~/external_wrench: {text}; wrench ignored',
+                                      throttle_duration_sec=THROTTLE)
+            return
+        wrench = self.engine.wrench
+        self.get_logger().info(
+            'external wrench cleared' if wrench is None else
+            f'external wrench on {msg.header.frame_id or "the tip"}: force '
+            f'{np.round(wrench[:3], 6).tolist()} N, moment {np.round(wrench[3:], 6).tolist()} '
+            'N m (base frame)')
 
     def _on_timer(self):
         if self.stopped:
@@ -419,10 +496,10 @@ class PlantSimulator(Node):
         """Every command waiting in the subscription's queue, oldest first."""
         handle = self._command_sub.handle
         with handle:
-            taken = handle.take_message(Float64MultiArray, False)
+            taken = handle.take_message(self._command_type, False)
             while taken is not None:
                 self._on_command(taken[0])
-                taken = handle.take_message(Float64MultiArray, False)
+                taken = handle.take_message(self._command_type, False)
 
     def _timer_due(self, now):
         """The steady time [s] this timer call was due: the timer's next call (rcl keeps
@@ -459,6 +536,9 @@ class PlantSimulator(Node):
                 'real_time_factor': simulated / wall if wall > 0.0 else 0.0}
 
     def destroy_node(self):
+        lock, self.domain_lock = getattr(self, 'domain_lock', None), None
+        if lock is not None:          # the domain's simulation lock (`_refuse_a_second_clock`)
+            lock.close()
         # getattr: a start-up that failed half-way (bad parameter) has no counters yet
         if getattr(self, 'ticks', 0) and not self.publish_clock:
             stats = self.loop_statistics()
@@ -483,18 +563,15 @@ class PlantSimulator(Node):
         if self._brakes_hold(now):         # the joints stay where they are
             qd, tau = np.zeros(self.model.n), np.zeros(self.model.n)
             self.stop_effort = np.zeros(self.model.n)
-        elif self._stops is None:
-            for _ in range(self.steps_per_tick * ticks):
-                q, qd = self._step(self.model, q, qd, tau, self.dt)
         else:
-            stop, peak, step = self.stop_effort, self.stop_peak, self._stops.step
-            for _ in range(self.steps_per_tick * ticks):
-                q, qd, stop = step(self._step, self.model, q, qd, tau, self.dt)
-                if stop.any():
-                    peak = np.maximum(peak, np.abs(stop))
-            self.stop_effort, self.stop_peak = stop, peak
-            if peak.any():
-                self._log_first_contacts(q)
+            q, qd, stop, peak = self.engine.advance(self.model, q, qd, tau,
+                                                    self.steps_per_tick * ticks)
+            if stop is not None:
+                self.stop_effort = stop
+                if peak is not None:
+                    self.stop_peak = np.maximum(self.stop_peak, peak)
+                if self.stop_peak.any():
+                    self._log_first_contacts(q)
         # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
         if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
             bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
@@ -619,10 +696,14 @@ def _own_loop(node):
 
 
 def _refuse_a_second_clock(node, executor, running):
-    """The plant executable with publish_clock: up to domain_check_wait wall s of
-    discovery (the executor runs meanwhile); another /clock publisher on the ROS domain
-    (another simulation, a bag played with --clock) raises StartRefused: two simulated
-    clocks on one domain drive each other's nodes."""
+    """The plant executable with publish_clock: the domain's simulation lock
+    (`runner.lock_domain`: another simulation of this machine starting at the same
+    moment), then up to domain_check_wait wall s of discovery (the executor runs
+    meanwhile); another /clock publisher on the ROS domain (another simulation, a bag
+    played with --clock) raises StartRefused: two simulated clocks on one domain drive
+    each other's nodes. domain_check_wait 0: neither."""
+    if node.domain_check_wait > 0.0 and getattr(node, 'domain_lock', None) is None:
+        node.domain_lock = lock_domain()     # a simulation starting at the same moment
     deadline = time.monotonic() + node.domain_check_wait
     while running() and node.context.ok():
         if node.count_publishers('/clock') > 1:          # ours and another

@@ -5,6 +5,13 @@
                     [--topic /computed_torque_controller/joint_trajectory]
                     [--action /computed_torque_controller/follow_joint_trajectory]
                     [--joint-states-topic /joint_states] [--timeout 5.0] [--no-wait]
+    send_trajectory --file PLAN.yaml [--goal-tolerance-unchecked] [--action ...] ...
+
+With --file, the trajectory_msgs/JointTrajectory of a YAML file (``ros2 topic echo``'s
+fields, as `identify plan --output` writes them; a goal's ``trajectory:`` key is read too)
+is sent as it is, after checking that the arm (/joint_states) is within 0.01 rad or m of
+its first point; --goal-tolerance-unchecked sends the goal's position and velocity
+tolerances as -1 (not checked), as `identify` does for its excitation.
 
 The move starts from --start-from, or else from the positions on /joint_states (waited for
 up to --timeout). Without --joints the names come from /joint_states, or are joint_1 ..
@@ -52,9 +59,15 @@ def parse_arguments(argv):
     """Parse and check the command line (without ROS arguments); exits with status 2."""
     parser = argparse.ArgumentParser(
         prog='send_trajectory', description='Send one point-to-point joint move.')
-    parser.add_argument('--positions', type=float, nargs='+', required=True,
+    parser.add_argument('--positions', type=float, nargs='+',
                         help='goal positions (rad or m), one per joint')
-    parser.add_argument('--duration', type=float, required=True, help='move time T (s)')
+    parser.add_argument('--duration', type=float, help='move time T (s)')
+    parser.add_argument('--file', default=None, metavar='PLAN.yaml',
+                        help='send this trajectory_msgs/JointTrajectory YAML file instead '
+                        '(e.g. what `identify plan --output` writes)')
+    parser.add_argument('--goal-tolerance-unchecked', action='store_true',
+                        dest='unchecked', help='send the goal tolerances on position and '
+                        'velocity as -1 (not checked)')
     parser.add_argument('--profile', choices=sorted(PROFILES), default='quintic',
                         help='quintic (rest to rest) or [SAS] trapezoid (default: quintic)')
     parser.add_argument('--joints', nargs='+', help='joint names (default: see above)')
@@ -72,6 +85,18 @@ def parse_arguments(argv):
     parser.add_argument('--no-wait', action='store_true', dest='no_wait',
                         help='with the action: exit once the goal runs, not at its end')
     args = parser.parse_args(argv)
+    if args.file is not None:
+        if args.positions is not None or args.duration is not None:
+            parser.error('--file: give either --file or --positions and --duration')
+        if args.action is None:
+            args.action = goal_sender.action_beside(args.topic)
+        try:
+            args.trajectory = trajectory_from_file(args.file)
+        except ValueError as error:
+            parser.error(f'--file {args.file}: {error}')
+        return args
+    if args.positions is None or args.duration is None:
+        parser.error('--positions and --duration are required (or --file)')
     n = len(args.positions)
     for name, values in (('--positions', args.positions), ('--start-from', args.start_from)):
         if values is not None and not all(math.isfinite(v) for v in values):
@@ -93,6 +118,44 @@ def parse_arguments(argv):
     if args.action is None:
         args.action = goal_sender.action_beside(args.topic)
     return args
+
+
+START_TOLERANCE = 0.01     # rad | m between the file's first point and the arm
+
+
+def trajectory_from_file(path):
+    """The trajectory_msgs/JointTrajectory of a YAML file (its fields as ``ros2 topic
+    echo`` writes them, or a goal's ``trajectory:``); ValueError with one line."""
+    import yaml
+    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)     # libyaml's: much faster
+    try:
+        with open(path, encoding='utf-8') as stream:
+            fields = yaml.load(stream, Loader=loader)
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(str(error).splitlines()[0]) from None
+    if isinstance(fields, dict) and 'trajectory' in fields:
+        fields = fields['trajectory']
+    if not isinstance(fields, dict) or not fields.get('joint_names') or not fields.get(
+            'points'):
+        raise ValueError('expected a trajectory_msgs/JointTrajectory (joint_names, points)')
+    names = [str(n) for n in fields['joint_names']]
+    msg = JointTrajectory(joint_names=names)
+    points = []
+    for k, point in enumerate(fields['points']):
+        try:
+            values = {key: [float(v) for v in point.get(key) or []]
+                      for key in ('positions', 'velocities', 'accelerations', 'effort')}
+            stamp = point.get('time_from_start') or {}
+            seconds = float(stamp.get('sec', 0)) + 1e-9 * float(stamp.get('nanosec', 0))
+        except (AttributeError, TypeError, ValueError):
+            raise ValueError(f'points[{k}]: not a JointTrajectoryPoint') from None
+        if len(values['positions']) != len(names) or not all(
+                math.isfinite(v) for vs in values.values() for v in vs):
+            raise ValueError(f'points[{k}]: expected {len(names)} finite positions')
+        points.append(JointTrajectoryPoint(time_from_start=duration_message(seconds),
+                                           **values))
+    msg.points = points
+    return msg
 
 
 def duration_message(seconds):
@@ -154,8 +217,56 @@ class TrajectorySender(Node):
             self.get_logger().warning('the trajectory was published but not acknowledged')
 
 
+def run_file(node, args):
+    """--file: the trajectory sent as it is, from where the arm is; the exit status."""
+    logger = node.get_logger()
+    trajectory = args.trajectory
+    names = list(trajectory.joint_names)
+    found = node.current_positions(names, len(names), args.timeout)
+    if not node.running():
+        return STOPPED
+    if found is None:
+        logger.error(f'no positions for {names} on {args.states_topic} within '
+                     f'{args.timeout} s; is the robot running?')
+        return 1
+    first = trajectory.points[0].positions
+    far = [abs(a - b) for a, b in zip(found[1], first)]
+    if max(far) > START_TOLERANCE:
+        j = far.index(max(far))
+        logger.error(f'{names[j]} is at {found[1][j]:.6g}, the trajectory starts at '
+                     f'{first[j]:.6g} (more than {START_TOLERANCE:g} away): move the arm to '
+                     'its first point first; nothing sent')
+        return 1
+    end = trajectory.points[-1].time_from_start
+    move = (f'the {end.sec + 1e-9 * end.nanosec:g} s trajectory of {args.file} '
+            f'({len(trajectory.points)} points)')
+    sender = goal_sender.GoalSender(node, args.action)
+    found = sender.find_controller(node.publisher, args.timeout, node.running)
+    if found == 'action':
+        tolerance = None
+        if args.unchecked:
+            from control_msgs.msg import JointTolerance
+            tolerance = [JointTolerance(name=name, position=-1.0, velocity=-1.0)
+                         for name in names]
+        return sender.run_goal(trajectory, move, args.timeout, args.no_wait, tolerance)
+    if found == 'topic':
+        node.publish(trajectory, args.timeout)
+        logger.info(f'sent {move} on {node.publisher.topic_name}; no action server '
+                    f'{sender.action_name} ({sender.unavailable or "not found"}): the outcome '
+                    'is unknown')
+        return 0
+    if not node.running():
+        return STOPPED
+    logger.error(f'no subscriber on {node.publisher.topic_name} and no action server '
+                 f'{sender.action_name} within {args.timeout} s; is the controller running '
+                 '(check --topic, --action)?')
+    return 1
+
+
 def run(node, args):
     """Returns the exit status."""
+    if args.file is not None:
+        return run_file(node, args)
     logger = node.get_logger()
     n = len(args.positions)
     if args.start_from is not None:

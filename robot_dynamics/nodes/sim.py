@@ -15,23 +15,39 @@ controller's quintic segments reproduce the profile exactly).
     python -m robot_dynamics.nodes.sim --duration 5 --robot panda
     python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
     python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
+    python -m robot_dynamics.nodes.sim --duration 5 --robot panda \
+        --control-law gravity_compensation --push 0 5 0 --push-duration 0.1
 
-The parameter files, in rcl's order (a later file wins): the robot file, the demo move
-derived from it (a temporary file), the robot's own demo file (sim_<name>.yaml beside the
-robot file <name>.yaml, if there is one: config/sim_puma560.yaml), the node settings
-(config/sim.yaml or --sim-params-file). A wrong value is named with the file it came from.
+--control-law runs the controller with another control law (doc/control-laws.md):
+joint_impedance follows the demo move, cartesian_impedance moves the tool 5 cm up through
+~/target_pose, gravity_compensation lets the arm float; --push FX FY FZ pushes the tip
+through the plant's ~/external_wrench (robot_dynamics.nodes.common.law_demo).
+
+The parameter files, layered per node (`parameter_files`; a later file wins, whatever
+section a value is under, doc/parameters-layering.md): the shipped node settings
+config/sim.yaml (defaults), the robot file, the demo move derived from it (a temporary
+file), the robot's own demo file (sim_<name>.yaml beside the robot file <name>.yaml, if
+there is one: config/sim_puma560.yaml), --sim-params-file (instead of config/sim.yaml),
+the --ros-args --params-file files. rcl gets one file with a section per node
+(`layering.write_nodes_file`). A wrong value is named with the file it came from; a key
+no node has, with the closest name (as the node executables do).
 
 `--ros-args` ends the sim options; its `-p name:=value` (or `-p node:name:=value` for one
-node) wins over the parameter files (config/sim.yaml's node sections included); a `-p`
-that no node has is named in a warning. Another process publishing on a topic the
-simulation listens to (e.g. a robot's /joint_states on the same ROS_DOMAIN_ID) is named in
-one warning per topic: its messages would reach the simulation. A simulation already
-running on the ROS domain (a /clock or /joint_states publisher outside this process) is
-found before this one starts (DOMAIN_CHECK_WAIT s of discovery) and refuses it in one
-line: two simulations on one domain drive each other's controllers.
+node) wins over the parameter files; a `-p` that no node has is named in a warning.
+Another process publishing on a topic the simulation listens to (e.g. a robot's
+/joint_states on the same ROS_DOMAIN_ID) is named in one warning per topic: its messages
+would reach the simulation. A second simulation on the ROS domain is refused in one line
+(two simulations on one domain drive each other's controllers): one of this machine by
+the domain's lock file (`runner.lock_domain`, held for the run; two started at the same
+moment included), one elsewhere (a /clock or /joint_states publisher outside this
+process) by DOMAIN_CHECK_WAIT s of DDS discovery before the start. A robot file whose
+mass matrix is singular (a link moving no mass: `model_checks`) is refused by the plant
+before the run, naming the link.
 
-Ctrl-C (or SIGTERM) ends the run: the tracking summary, --csv and --plot are still
-written for the run so far; exit status 128 + the signal (130 for Ctrl-C) and one line.
+Ctrl-C (or SIGTERM) ends the run (with or without --duration): the tracking summary,
+--csv and --plot are still written for the run so far; exit status 128 + the signal (130
+for Ctrl-C) and one line. With --csv or --plot the summary is over the recorded cycles
+(the CSV's rows).
 
 --csv writes the run (time, per joint q, q_ref, error, effort) as recorded from the
 controller's ~/feedback, ~/reference, ~/error and ~/output; --plot draws reference vs
@@ -61,11 +77,17 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.common import demo_plan
-from robot_dynamics.nodes.common.params_file import error_source, ParamsFileError
-from robot_dynamics.nodes.common.runner import domain_in_use_message, ros_session
+from robot_dynamics.nodes.common import control_laws, demo_plan
+from robot_dynamics.nodes.common.law_demo import LawDemo
+from robot_dynamics.nodes.common.layering import EVERY_NODE, node_fqn, write_nodes_file
+from robot_dynamics.nodes.common.params_file import (check_params_files, error_source,
+                                                     node_name_of, node_sections,
+                                                     ParamsFileError)
+from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
+                                              ros_session, StartRefused,
+                                              warn_unknown_parameters)
 from robot_dynamics.nodes.common.ros_params import (
-    as_float, as_floats, as_string, ConfigurationError, declare)
+    as_float, as_floats, as_string, closest_name, ConfigurationError, declare)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
@@ -81,6 +103,7 @@ PLOT_LAYOUTS = ('joints', 'overview')
 FOREIGN_CHECK_PERIOD = 1.0   # wall s between looks for other processes' publishers
 DOMAIN_CHECK_WAIT = 1.0      # wall s of DDS discovery before the start: another simulation?
 SIMULATION_TOPICS = ('/clock', '/joint_states')   # published by a simulation (or a robot)
+SIM_NODES = ('plant_simulator', 'computed_torque_controller', 'demo_move')  # with parameters
 
 
 def config_path(name):
@@ -95,24 +118,35 @@ def config_path(name):
     return os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'config', name)
 
 
+def is_robot_file(path):
+    """Whether the parameter file at `path` has a robot block (robot.joint_types of a DH
+    arm, or robot.source) under "/**": a robot, not node settings (config/sim*.yaml) or
+    another program's file (config/ros2_control_effort*.yaml)."""
+    return any(name in ('robot.joint_types', 'robot.source')
+               for name in node_sections(path).get(EVERY_NODE, ()))
+
+
 def robot_presets():
     """The robot presets of config/ by name ('puma560', 'panda', ...): the files with a
-    robot block (the node settings sim*.yaml are not robots)."""
+    robot block (`is_robot_file`), not a robot's own demo file (sim_<name>.yaml)."""
     folder = os.path.dirname(config_path('puma560.yaml'))
     return sorted(os.path.splitext(os.path.basename(path))[0]
                   for path in glob.glob(os.path.join(folder, '*.yaml'))
-                  if not os.path.basename(path).startswith('sim'))
+                  if not os.path.basename(path).startswith('sim') and is_robot_file(path))
 
 
-def parameter_files(args):
-    """(robot file, the files in rcl's order, the derived file to remove afterwards or
-    None): the robot file, the demo move derived from it, the robot's own demo file (if
-    any), the node settings."""
+def parameter_files(args, user_files=()):
+    """(robot file, the files in layering order, the derived file to remove afterwards or
+    None), a later file winning: the shipped node settings config/sim.yaml (defaults for
+    what no other file sets), the robot file, the demo move derived from it, the robot's
+    own demo file (if any), --sim-params-file (a user's node settings, instead of
+    config/sim.yaml), then `user_files` (the --ros-args --params-file files, in order)."""
     robot_file = args.params_file or config_path(f'{args.robot or "puma560"}.yaml')
     derived = demo_plan.write_derived_parameters(robot_file)
     own_demo = demo_plan.robot_demo_file(robot_file)
-    sim_file = args.sim_params_file or config_path('sim.yaml')
-    files = [robot_file] + [path for path in (derived, own_demo) if path] + [sim_file]
+    files = ([] if args.sim_params_file else [config_path('sim.yaml')]) + [robot_file] \
+        + [path for path in (derived, own_demo) if path] \
+        + ([args.sim_params_file] if args.sim_params_file else []) + list(user_files)
     return robot_file, files, derived
 
 
@@ -235,15 +269,27 @@ class TrackingSummary(Node):
     def rms(self):
         return np.sqrt(self.sum_squares / max(self.count, 1))
 
+    def statistics(self):
+        """(cycles, max |e|, RMS) per joint as `report` prints them: recording, over the
+        cycles of `table` (the rows of --csv: a run stopped between a cycle's ~/error and
+        its other topics has that cycle in neither), else over every ~/error heard."""
+        if self.recording and self.max is not None:
+            t, _, _, error, _ = self.table()
+            if len(t):
+                e = np.abs(error)
+                return len(t), e.max(axis=0), np.sqrt(np.mean(e * e, axis=0))
+        return self.count, self.max, self.rms()
+
     def report(self):
         if self.max is None:
             return 'no tracking error received'
+        count, peaks, rms_values = self.statistics()
         width = max([10] + [len(name) for name in self.names])
-        lines = [f'tracking error over {self.count} control cycles (rad or m):',
+        lines = [f'tracking error over {count} control cycles (rad or m):',
                  f'{"joint":>{width}} {"max |e|":>12} {"RMS":>12}']
-        for name, peak, rms in zip(self.names, self.max, self.rms()):
+        for name, peak, rms in zip(self.names, peaks, rms_values):
             lines.append(f'{name:>{width}} {peak:12.3e} {rms:12.3e}')
-        lines.append(f'{"all":>{width}} {float(np.max(self.max)):12.3e}')
+        lines.append(f'{"all":>{width}} {float(np.max(peaks)):12.3e}')
         return '\n'.join(lines)
 
 
@@ -258,20 +304,32 @@ def parse_args(argv):
     robot.add_argument('--params-file', default=None,
                        help='robot parameter file, DH or URDF (default: config/puma560.yaml)')
     parser.add_argument('--sim-params-file', default=None,
-                        help='node settings (default: config/sim.yaml), layered after the '
-                        'robot file, the derived demo move and the robot\'s own demo file')
+                        help='node settings instead of config/sim.yaml (which comes first, '
+                        'as defaults), layered after the robot file, the derived demo move '
+                        'and the robot\'s own demo file; --ros-args --params-file files '
+                        'come last')
     parser.add_argument('--duration', type=float, default=None,
-                        help='stop after this many simulated seconds and print a tracking '
-                        'summary (default: run until Ctrl-C)')
+                        help='stop after this many simulated seconds (default: run until '
+                        'Ctrl-C); either way a tracking summary is printed')
     parser.add_argument('--control-rate', type=float, default=None,
                         help='plant /joint_states rate = control rate [Hz] (default 100)')
     parser.add_argument('--integration-step', type=float, default=None,
                         help='plant integration step [s] (default 0.001)')
-    parser.add_argument('--move-duration', type=float, default=MOVE_DURATION,
-                        help=f'duration of the quintic demo move [s] (default {MOVE_DURATION})')
+    parser.add_argument('--move-duration', type=float, default=None,
+                        help='duration of the quintic demo move [s] (default: the parameter '
+                        f'files\' move_duration, {MOVE_DURATION:g} in config/sim.yaml)')
     parser.add_argument('--real-time-factor', type=float, default=None,
                         help='simulated s per wall s at most; 0 = as fast as possible '
                         '(default 1, or 0 with --duration)')
+    parser.add_argument('--control-law', choices=control_laws.LAWS, default=None,
+                        help='the controller\'s control_law (default: computed_torque): '
+                        'joint_impedance follows the demo move, cartesian_impedance moves '
+                        'the tool 5 cm up, gravity_compensation lets the arm float')
+    parser.add_argument('--push', type=float, nargs=3, metavar=('FX', 'FY', 'FZ'),
+                        default=None, help='a force on the tip [N, base frame] through the '
+                        f"plant's ~/external_wrench from {0.5:g} s of simulated time")
+    parser.add_argument('--push-duration', type=float, default=None,
+                        help='release the push after this many seconds (default: never)')
     parser.add_argument('--csv', metavar='PATH', default=None,
                         help='write the run as CSV: time [s], per joint q, q_ref, error '
                         '[rad | m] and effort [N m | N], one row per control cycle')
@@ -345,7 +403,8 @@ def build_nodes(args, context=None):
         rtf = 0.0 if args.duration is not None else 1.0
     plant_overrides.append(Parameter('real_time_factor', value=float(rtf)))
     sim_time = [Parameter('use_sim_time', value=True)]
-    rcl_args = getattr(args, 'rcl_args', None) or ['--ros-args', *getattr(args, 'ros_args', ())]
+    rcl_args = getattr(args, 'source_args', None) or getattr(args, 'rcl_args', None) \
+        or ['--ros-args', *getattr(args, 'ros_args', ())]   # the files as the user gave them
     nodes = []
 
     def add(node_class, name, overrides):
@@ -358,24 +417,54 @@ def build_nodes(args, context=None):
                                      if source else str(error)) from None
     try:
         add(PlantSimulator, 'plant_simulator', plant_overrides)
-        add(ComputedTorqueController, 'computed_torque_controller', sim_time)
-        add(DemoMove, 'demo_move', sim_time + [
-            Parameter('move_duration', value=float(args.move_duration))])
+        law = getattr(args, 'control_law', None)
+        add(ComputedTorqueController, 'computed_torque_controller', sim_time + (
+            [Parameter('control_law', value=law)] if law else []))
+        add(DemoMove, 'demo_move', sim_time + ([] if getattr(args, 'move_duration', None)
+                                              is None else [Parameter(
+                                                  'move_duration',
+                                                  value=float(args.move_duration))]))
+        law = nodes[1].control_law
+        if law not in control_laws.JOINT_REFERENCE_LAWS:
+            nodes[-1].sent = True           # no joint move under this law
         nodes.append(TrackingSummary(context=context, record=bool(
             getattr(args, 'csv', None) or getattr(args, 'plot', None))))
+        push = getattr(args, 'push', None)
+        if law != 'computed_torque' or push is not None:
+            nodes[-1].law_demo = LawDemo(law, push, getattr(args, 'push_duration', None),
+                                         context=context, parameter_overrides=sim_time)
         refuse_timer_in_lockstep(*nodes[:2])
     except Exception:
         for node in nodes:
             node.destroy_node()
         raise
-    for node, name, _ in items:
-        if not any(n.has_parameter(name) for n in nodes if node in (None, n.get_name())):
-            nodes[0].get_logger().warning(
-                f'-p {node + ":" if node else ""}{name}: '
-                + (f'node {node} has no such parameter' if node else
-                   'no node of the simulation (plant_simulator, computed_torque_controller, '
-                   'demo_move) has this parameter') + '; ignored')
+    warn_unknown(nodes, items, rcl_args)
     return tuple(nodes)
+
+
+def warn_unknown(nodes, items, args):
+    """The warnings the node executables give, for the simulation's nodes: a parameter
+    file key in a section for a node that the node lacks, a "/**" key no node of the
+    package has (`runner.warn_unknown_parameters`, from the files as given in `args`), and
+    a `-p` that no node of the simulation has (or, `-p node:name`, not that node); each
+    with the closest name."""
+    files_only = [a for i, a in enumerate(args)
+                  if not (a in ('-p', '--param') or (i and args[i - 1] in ('-p', '--param')))]
+    for node in nodes[:len(SIM_NODES)]:
+        if getattr(node, 'model', True) is not None:     # its parameters are declared
+            warn_unknown_parameters(node, files_only)
+    for node, name, _ in items:
+        owners = [n for n in nodes[:len(SIM_NODES)] if node in (None, n.get_name())]
+        if any(n.has_parameter(name) for n in owners):
+            continue
+        known = [known for n in owners for known in n._parameters]
+        closest = closest_name(name, known)
+        nodes[0].get_logger().warning(
+            f'-p {node + ":" if node else ""}{name}: '
+            + (f'node {node} has no such parameter' if node else
+               'no node of the simulation (plant_simulator, computed_torque_controller, '
+               'demo_move) has this parameter')
+            + (f' (closest: {closest})' if closest else '') + '; ignored')
 
 
 def refuse_timer_in_lockstep(plant, controller):
@@ -443,7 +532,8 @@ def run(args, context=None, wall_limit=None, running=None):
     plant, controller, demo, summary = build_nodes(args, context)
     summary.move = (demo.start, demo.goal, demo.duration)
     start = time.monotonic()
-    nodes = (plant, controller, demo, summary)
+    nodes = (plant, controller, demo, summary) + tuple(
+        node for node in [getattr(summary, 'law_demo', None)] if node is not None)
     executor = SingleThreadedExecutor(context=context)
     for node in nodes:
         executor.add_node(node)
@@ -641,18 +731,76 @@ def main(argv=None):
     ros_args = [a for a in args.ros_args if a != '--']
     if ros_args and ros_args[0] == '--ros-args':
         ros_args = ros_args[1:]
-    args.params_file, files, derived = parameter_files(args)
-    args.rcl_args = ['--ros-args', *[a for path in files for a in ('--params-file', path)],
-                     *ros_args]
+    user_files, ros_args = split_params_files(ros_args)
+    args.ros_args = ros_args
+    derived = merged = None
     try:
+        # the user's files checked first (a missing file is named as given), then all
+        check_params_files(['--ros-args', *params_file_arguments(user_files)])
+        args.params_file, files, derived = parameter_files(args, user_files)
+        args.source_args = ['--ros-args', *params_file_arguments(files), *ros_args]
+        check_params_files(args.source_args)
+        merged = write_nodes_file(files, node_sections_for(ros_args), header=(
+            'parameters of the simulation\'s nodes from ' + '; '.join(files)
+            + ' (later files win)'))
+        args.rcl_args = ['--ros-args', *params_file_arguments([merged] if merged else []),
+                         *ros_args]
         return _main(args)
+    except ParamsFileError as error:
+        rclpy.logging.get_logger('sim').error(str(error))
+        return 1
     finally:
-        if derived:
-            os.remove(derived)
+        for path in (derived, merged):
+            if path:
+                os.remove(path)
+
+
+def split_params_files(ros_args):
+    """(the --params-file paths, the other arguments) of the arguments after --ros-args."""
+    files, rest, skip = [], [], False
+    for i, arg in enumerate(ros_args):
+        if skip:
+            skip = False
+        elif arg == '--params-file' and i + 1 < len(ros_args):
+            files.append(ros_args[i + 1])
+            skip = True
+        else:
+            rest.append(arg)
+    return files, rest
+
+
+def params_file_arguments(paths):
+    return [a for path in paths for a in ('--params-file', path)]
+
+
+def node_sections_for(ros_args):
+    """[(fully qualified name, [usual name])] of the simulation's nodes under the remap
+    rules of `ros_args` (the sections for a node's usual name still apply)."""
+    nodes = []
+    for name in SIM_NODES:
+        namespace, renamed = node_name_of(name, ['--ros-args', *ros_args])
+        fqn, usual = node_fqn(renamed, namespace), node_fqn(name, namespace)
+        nodes.append((fqn, [usual] if usual != fqn else []))
+    return nodes
 
 
 def _main(args):
+    """The run, once the parameter files are layered (`args.rcl_args`: one section per
+    node, later files winning)."""
     logger = rclpy.logging.get_logger('sim')
+    try:
+        lock = lock_domain()       # held for the run: a simulation starting at this moment
+    except StartRefused as error:  # on the same domain is refused, as this one would be
+        logger.error(str(error))
+        return 1
+    try:
+        return _run_locked(args, logger)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+def _run_locked(args, logger):
     try:
         with ros_session(['sim', *args.rcl_args]) as stop:
             topics = other_simulations(None, running=stop.running)
@@ -671,9 +819,11 @@ def _main(args):
     except ParamsFileError as error:
         logger.error(str(error))
         return 1
-    if args.duration is not None:
-        print(f'simulated {plant.sim_time:.3f} s')
-        print(summary.report())
+    print(f'simulated {plant.sim_time:.3f} s')      # also after Ctrl-C
+    print(summary.report())
+    law_demo = getattr(summary, 'law_demo', None)
+    if law_demo is not None and law_demo.report():
+        print(law_demo.report())
     if (args.csv or args.plot) and not write_outputs(args, summary, plant):
         return 1
     if stop.requested:

@@ -272,6 +272,7 @@ class ControllerDiagnostics(Diagnostics):
         node = self._node
         report.add('control mode', f'timer at {node.control_rate:g} Hz'
                    if node.control_mode == 'timer' else 'on_state')
+        report.add('control law', getattr(node, '_law_name', 'computed_torque'))
         lifecycle = getattr(node, 'lifecycle_state', None)
         if lifecycle is not None:
             report.add('lifecycle state', lifecycle)
@@ -401,6 +402,9 @@ class PlantDiagnostics(Diagnostics):
         """Which joints rest against a stop now (how far beyond, the stop's effort) and the
         largest stop effort per joint since the last report."""
         stops = node._stops
+        if getattr(node, 'engine_name', 'own') == 'mujoco':
+            report.add('joint stops', "MuJoCo's joint limits and contacts (engine mujoco)")
+            return
         if stops is None:
             report.add('joint stops', 'off (joint_stops false)')
             return

@@ -24,11 +24,15 @@ import tempfile
 
 import yaml
 
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+# the lower module: its file checks and command-line reading, the section matching and the
+# `# from` comment this module writes and `layered_origin` reads
+from robot_dynamics.nodes.common.params_file import (_quoted, layered_origin, node_name_of,
+                                                     ORIGIN, ParamsFileError,
+                                                     section_matches)
 
 __all__ = ['rcl_scalar', 'read_sections', 'section_matches', 'node_fqn', 'parameter_layers',
            'layered_parameters', 'layered_sections', 'write_layered_file',
-           'layered_arguments', 'layered_origin', 'EVERY_NODE']
+           'write_nodes_file', 'layered_arguments', 'layered_origin', 'EVERY_NODE']
 
 EVERY_NODE = '/**'
 WRAPPER = 'ros__parameters'
@@ -265,21 +269,6 @@ def node_fqn(name, namespace=''):
     return f'{namespace.rstrip("/")}/{name}'
 
 
-def section_matches(section, fqn):
-    """Whether the parameter-file section `section` applies to the node `fqn`, as rclpy
-    matches them: a leading '/' added; a ``/*`` path segment is one name of word
-    characters, ``/**`` any number of them (none included); the rest literal."""
-    section = section if section.startswith('/') else '/' + section
-    parts = section.split('/*')
-    pattern = re.escape(parts[0])
-    for part in parts[1:]:
-        pattern += '(/[A-Za-z0-9_]+)'
-        if part.startswith('*'):
-            pattern, part = pattern + '*', part[1:]
-        pattern += re.escape(part)
-    return re.fullmatch(pattern, fqn) is not None
-
-
 # ------------------------------------------------------------------------- layering
 
 
@@ -335,29 +324,6 @@ def layered_sections(paths, node, aliases=(), overrides=None):
     return shared, own
 
 
-def _quoted(text):
-    """A YAML double-quoted scalar of `text` in ASCII (rcl and PyYAML read it back
-    exactly, newlines and all)."""
-    out = []
-    for char in str(text):
-        code = ord(char)
-        if char in '"\\':
-            out.append('\\' + char)
-        elif char == '\n':
-            out.append('\\n')
-        elif char == '\t':
-            out.append('\\t')
-        elif 0x20 <= code < 0x7f:
-            out.append(char)
-        elif code <= 0xff:
-            out.append(f'\\x{code:02x}')
-        elif code <= 0xffff:
-            out.append(f'\\u{code:04x}')
-        else:
-            out.append(f'\\U{code:08x}')
-    return '"' + ''.join(out) + '"'
-
-
 def _scalar_text(value):
     if isinstance(value, bool):
         return 'true' if value else 'false'
@@ -380,9 +346,6 @@ def _value_text(value):
     return _scalar_text(value)
 
 
-ORIGIN = '  # from '
-
-
 def _section_text(name, parameters, origins=None):
     """The lines of section `name`, each value followed by the comment ``# from <origin>``
     when `origins` names where it came from (`layered_origin` reads it back)."""
@@ -402,22 +365,6 @@ def _origins(paths, node, aliases=(), overrides=None, overrides_origin=None):
         origins.update(dict.fromkeys(parameters, path))
     origins.update(dict.fromkeys(overrides or {}, overrides_origin))
     return origins
-
-
-def layered_origin(path, name):
-    """Where parameter `name` of a file written by `write_layered_file` came from: the
-    original file (or the overrides' label) its ``# from`` comment names; None if the
-    file has no such comment for `name` (any other file) or cannot be read."""
-    key = f'    {_quoted(name)}: '
-    try:
-        with open(path, encoding='utf-8') as stream:
-            lines = [line.rstrip('\n') for line in stream if line.startswith(key)]
-    except (OSError, UnicodeDecodeError):
-        return None
-    for line in reversed(lines):             # the node's own section follows /**
-        if ORIGIN in line:
-            return line.rpartition(ORIGIN)[2] or None
-    return None
 
 
 def write_layered_file(paths, node, aliases=(), overrides=None, output=None,
@@ -453,6 +400,28 @@ def write_layered_file(paths, node, aliases=(), overrides=None, output=None,
     return output
 
 
+def write_nodes_file(paths, nodes, header=''):
+    """Write, for each (fully qualified name, aliases) of `nodes`, the parameters that node
+    gets from the files `paths` layered (`layered_parameters`: later files win whatever
+    section each value is under) as a section of its own name, to a new file in the
+    temporary folder, and return its path (None if no parameter applies). For several
+    nodes in one process (`sim`): each section names one node, so no node gets another's
+    values, and each value still names the file it came from (`layered_origin`). Raises
+    ParamsFileError (one line) for a file rcl would refuse."""
+    lines = [f'# {line}' for line in header.splitlines()]
+    for node, aliases in nodes:
+        parameters = layered_parameters(paths, node, aliases)
+        if parameters:
+            lines += _section_text(node_fqn(node), parameters,
+                                   _origins(paths, node, aliases))
+    if not any(not line.startswith('#') for line in lines):
+        return None
+    handle, output = tempfile.mkstemp(prefix='robot_dynamics_nodes_', suffix='.yaml')
+    with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+        stream.write('\n'.join(lines) + '\n')
+    return output
+
+
 # ------------------------------------------------------------------------- command lines
 
 
@@ -475,7 +444,6 @@ def layered_arguments(args, default_name):
     each ``-p`` (which rcl puts in the ``/**`` entry, or its node's) wins over every
     file. `args` unchanged (and None) without a parameter file. The caller removes the
     file once rcl has read it (at rclpy.init). Raises ParamsFileError (one line)."""
-    from robot_dynamics.nodes.common.params_file import node_name_of
     args = list(args)
     files, keep, skip = [], [], False
     for i, arg, inside in _ros_blocks(args):

@@ -13,13 +13,15 @@ have one type (bool, integer, float or string); ``null`` and ``~`` are read as s
 """
 
 import os
+import re
 
 import yaml
 
 from robot_dynamics.model import ParameterFileLoader
 
 __all__ = ['ParamsFileError', 'check_params_file', 'check_params_files', 'params_files',
-           'command_line_parameters', 'node_sections', 'section_applies', 'node_name_of']
+           'command_line_parameters', 'node_sections', 'section_applies', 'node_name_of',
+           'section_matches', 'layered_origin']
 
 WRAPPER = 'ros__parameters'
 
@@ -252,11 +254,71 @@ def _flat(mapping, prefix):
     return names
 
 
+# ------------------------------------------ sections, and the origins in layered files
+# (here, below `layering`, which imports them: the layering builds on this module)
+
+
+def section_matches(section, fqn):
+    """Whether the parameter-file section `section` applies to the node `fqn`, as rclpy
+    matches them: a leading '/' added; a ``/*`` path segment is one name of word
+    characters, ``/**`` any number of them (none included); the rest literal."""
+    section = section if section.startswith('/') else '/' + section
+    parts = section.split('/*')
+    pattern = re.escape(parts[0])
+    for part in parts[1:]:
+        pattern += '(/[A-Za-z0-9_]+)'
+        if part.startswith('*'):
+            pattern, part = pattern + '*', part[1:]
+        pattern += re.escape(part)
+    return re.fullmatch(pattern, fqn) is not None
+
+
+def _quoted(text):
+    """A YAML double-quoted scalar of `text` in ASCII (rcl and PyYAML read it back
+    exactly, newlines and all)."""
+    out = []
+    for char in str(text):
+        code = ord(char)
+        if char in '"\\':
+            out.append('\\' + char)
+        elif char == '\n':
+            out.append('\\n')
+        elif char == '\t':
+            out.append('\\t')
+        elif 0x20 <= code < 0x7f:
+            out.append(char)
+        elif code <= 0xff:
+            out.append(f'\\x{code:02x}')
+        elif code <= 0xffff:
+            out.append(f'\\u{code:04x}')
+        else:
+            out.append(f'\\U{code:08x}')
+    return '"' + ''.join(out) + '"'
+
+
+ORIGIN = '  # from '   # before the file a layered value came from
+
+
+def layered_origin(path, name):
+    """Where parameter `name` of a file written by `layering.write_layered_file` came
+    from: the original file (or the overrides' label) its ``# from`` comment names; None
+    if the file has no such comment for `name` (any other file) or cannot be read."""
+    key = f'    {_quoted(name)}: '
+    try:
+        with open(path, encoding='utf-8') as stream:
+            lines = [line.rstrip('\n') for line in stream if line.startswith(key)]
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in reversed(lines):             # the node's own section follows /**
+        if ORIGIN in line:
+            return line.rpartition(ORIGIN)[2] or None
+    return None
+
+
 def section_applies(key, fully_qualified_name):
     """Whether a parameter file section `key` ('/**', '/**/name', '/ns/name', ...) applies
     to the node `fully_qualified_name`, as rclpy matches them ('**' any namespaces, '*' one
-    name): `layering.section_matches`."""
-    from robot_dynamics.nodes.common.layering import section_matches
+    name): `section_matches`."""
     return section_matches(key, fully_qualified_name)
 
 
@@ -264,9 +326,8 @@ def parameter_source(args, node_name, name, fully_qualified_name=None):
     """Where parameter `name` of node `node_name` came from on the command line `args`:
     '-p' for a ``-p`` item, else the last ``--params-file`` with a section applying to the
     node that sets it (the later file wins; for a file a launch file layered, the file
-    the value came from, as its comment names it: `layering.layered_origin`), else None
+    the value came from, as its comment names it: `layered_origin`), else None
     (a default)."""
-    from robot_dynamics.nodes.common.layering import layered_origin
     if name in command_line_parameters(args, node_name):
         return '-p'
     fqn = fully_qualified_name or '/' + node_name.lstrip('/')

@@ -57,7 +57,8 @@ ROBOT_PARAMETERS = (
     ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
                         '[kg m^2]'),
     ('accept_nonphysical_inertia', 'true: the inertias are known to be non-physical '
-     '(textbook data kept on purpose); said once at info level instead of a warning'),
+     '(textbook data kept on purpose); said once at info level instead of a warning; '
+     'needed to load an inertia with a negative principal moment (refused otherwise)'),
     ('source', 'dh (default) or urdf'),
     ('urdf', 'with source urdf: the URDF text'),
     ('urdf_file', 'with source urdf: the URDF file: absolute path, relative to the working '
@@ -262,6 +263,9 @@ def robot_block(node):
             if parameter.type_ != Parameter.Type.NOT_SET}
 
 
+NOT_PSD = 'not positive semi-definite'     # RobotModel's words for a negative moment
+
+
 def robot_model(node, block, joints):
     """(model, joint names) from a robot block and the `joints` value (warnings go to the
     log); ConfigurationError names the bad parameter."""
@@ -271,6 +275,12 @@ def robot_model(node, block, joints):
             model = RobotModel.from_params(block)
         except ValueError as error:
             raise ConfigurationError(str(error)) from None
+    refused = [issue for issue in model.nonphysical_inertia if NOT_PSD in issue]
+    if refused and not model.nonphysical_inertia_accepted:
+        # a negative moment of inertia is no body (e.g. an identification that failed);
+        # textbook data (a massless link, a triangle inequality missed) load with a warning
+        raise ConfigurationError('; '.join(refused) + ': not a physical body (refused; set '
+                                 'robot.accept_nonphysical_inertia: true to load it anyway)')
     for warning in caught:
         _log_once(node.get_logger().warning, str(warning.message))
     if model.nonphysical_inertia_accepted:

@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -33,7 +34,7 @@ from robot_dynamics.nodes.common import realtime
 from robot_dynamics.nodes.common.layering import layered_arguments
 from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
                                               command_line_parameters, mixed_list_problem,
-                                              node_name_of,
+                                              layered_origin, node_name_of,
                                               node_sections, params_files, ParamsFileError,
                                               section_applies)
 from robot_dynamics.nodes.common.ros_params import closest_name, ConfigurationError
@@ -47,14 +48,47 @@ class StartRefused(Exception):
     message is logged as one error line and the executable exits with status 1."""
 
 
-def domain_in_use_message(topics):
-    """The one line refusing a second simulation on a ROS domain."""
+def domain_in_use_message(topics, found=None):
+    """The one line refusing a second simulation on a ROS domain: `topics` published by
+    another process, or what else was `found`."""
     domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
-    return (f'ROS_DOMAIN_ID {domain} already has a simulation or a robot ({", ".join(topics)} '
-            'published by another process): two on one domain drive each other\'s '
+    found = found or f'{", ".join(topics)} published by another process'
+    return (f'ROS_DOMAIN_ID {domain} already has a simulation or a robot ({found}): '
+            'two on one domain drive each other\'s '
             f'controllers; run this one on a domain of its own, e.g. ROS_DOMAIN_ID='
             f'{int(domain) + 1 if domain.isdigit() and int(domain) < 101 else 1} (or '
             'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF to keep it to this process)')
+
+
+def domain_lock_path(domain=None):
+    """The lock file of a ROS domain's simulation: robot_dynamics_sim_domain_<id>.lock in
+    the temporary folder."""
+    domain = (os.environ.get('ROS_DOMAIN_ID', '0') or '0') if domain is None else domain
+    return os.path.join(tempfile.gettempdir(), f'robot_dynamics_sim_domain_{domain}.lock')
+
+
+def lock_domain():
+    """Hold the ROS domain's simulation lock (`domain_lock_path`) for the rest of the
+    process (the returned open file; the system releases it when the process ends, however
+    it ends) and return it; None where nothing is to be held (ROS_AUTOMATIC_DISCOVERY_RANGE
+    OFF: no other process sees this one) or the lock file cannot be opened. Raises
+    StartRefused (`domain_in_use_message`) while another process holds it: two simulations
+    started at the same moment, before either publishes what the DDS check looks for."""
+    import fcntl
+    if os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '').upper() == 'OFF':
+        return None
+    path = domain_lock_path()
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+    except OSError:
+        return None           # e.g. another user's file: the DDS check still looks
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise StartRefused(domain_in_use_message(
+            (), f'another simulation on this machine holds {path}')) from None
+    return os.fdopen(descriptor, 'rb')
 
 
 class StopRequest:
@@ -234,8 +268,7 @@ def unknown_shared_parameters(node, args):
     node) that neither `node` nor any other node of the package declares: misspelt, or
     for no node at all. robot.* keys are left to the model, which names unknown ones. The
     file is the user's one a key came from when a launch file layered the files into one
-    (`layering.layered_origin`)."""
-    from robot_dynamics.nodes.common.layering import layered_origin
+    (`params_file.layered_origin`)."""
     unknown = []
     for path in params_files(args):
         for name in node_sections(path).get('/**', ()):

@@ -161,9 +161,12 @@ class ExcitationRecorder(ExcitationSender):
         return 'instant', f'{self.states_topic} is published by {self.publishers_ or "?"}'
 
     def write_bag(self, folder, timing='instant'):
-        from robot_dynamics.nodes.identify import EFFORT_TIMING_KEY
+        from robot_dynamics.nodes.identification.common import (EFFORT_TIMING_KEY,
+                                                                RECORDED_BY_KEY)
+        recorder = getattr(self, 'RECORDED_BY', 'identify excite')
         with JointStateBagWriter(folder, topic=self.states_topic,
-                                 custom_data={EFFORT_TIMING_KEY: timing}) as writer:
+                                 custom_data={EFFORT_TIMING_KEY: timing,
+                                              RECORDED_BY_KEY: recorder}) as writer:
             for received, data in self.recorded:
                 writer.write_serialized(received * 1e-9, data)
         return writer.count
@@ -332,6 +335,11 @@ def run(node, options):
 
 def run_excite(argv, options):
     """main() of `identify excite`: argv (with the ROS arguments) initialises rclpy."""
+    from robot_dynamics.nodes.identification.common import missing_libraries
+    missing = missing_libraries(('scipy.optimize', 'rosbags'))
+    if missing:         # said before anything moves: planning needs scipy, the bag rosbags
+        rclpy.logging.get_logger(NODE_NAME).error(f'identify excite {missing}')
+        return 1
     try:
         with ros_session(argv) as stop:
             node = ExcitationRecorder(options, stop.running)

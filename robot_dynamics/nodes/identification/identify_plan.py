@@ -162,11 +162,11 @@ def check_arguments(options):
 
 def robot(options):
     """(model, joint names, other parameters) from the parameter files; PlanError."""
-    from robot_dynamics.nodes import identify
+    from robot_dynamics.nodes.identification import common
     try:
-        model, joints, _ = identify.prior_model(options.params_files, options.node)
-        _, others = identify.layered_parameters(options.params_files, options.node)
-    except identify.InputError as error:
+        model, joints, _ = common.prior_model(options.params_files, options.node)
+        _, others = common.layered_parameters(options.params_files, options.node)
+    except common.InputError as error:
         raise PlanError(str(error)) from None
     return model, joints, others
 
@@ -287,9 +287,17 @@ def trajectory_yaml(fields, comments=()):
 
 
 def write_trajectory(path, plan, options):
+    workspace = ''
+    if options.floor is not None:
+        workspace += f' --floor {options.floor:g}'
+    for box in options.keep_out:
+        workspace += ' --keep-out ' + ' '.join(f'{v:g}' for v in box)
+    if workspace:
+        workspace += f' --clearance {options.clearance:g}'
     comments = [f'identify plan --params-file {" ".join(options.params_files)} --duration '
                 f'{options.duration:g} --rate {options.rate:g} --seed {options.seed} '
-                f'--iterations {options.iterations}',
+                f'--iterations {options.iterations} --start '
+                + ' '.join(repr(float(v)) for v in plan.q[0]) + workspace,
                 'trajectory_msgs/JointTrajectory; condition number '
                 f'{plan.excitation.condition:.4g}; starts at rest at the first point: move the '
                 'arm there first',
@@ -318,9 +326,11 @@ def plan_and_write(options, model, joints, workspace, start, origin, out=print):
     return plan
 
 
-def run_plan(argv, options):
-    """main() of `identify plan`: the exit status. argv (with the ROS arguments)
-    initialises rclpy for --send."""
+def run_plan(argv, options, send):
+    """main() of `identify plan`: the exit status. With --send, `send(argv, options, model,
+    joints, workspace)` (robot_dynamics.nodes.identification.plan_sender.send, which
+    imports this module: passed in by the command line, so that the imports go one way)
+    sends it; argv (with the ROS arguments) initialises rclpy."""
     try:
         workspace = check_arguments(options)
         model, joints, others = robot(options)
@@ -334,5 +344,4 @@ def run_plan(argv, options):
     except PlanError as error:
         print(f'identify plan: {error}', file=sys.stderr)
         return error.status
-    from robot_dynamics.nodes.identification.plan_sender import send
     return send(argv, options, model, joints, workspace)

@@ -13,7 +13,7 @@ leaves an offset at rest; the server's path tolerances still apply); the outcome
 result code and the error string, in one line.
 """
 
-import importlib.util
+import math
 import time
 
 import numpy as np
@@ -22,6 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
+from robot_dynamics import dynamics
 from robot_dynamics.nodes.common.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.identification import identify_plan
@@ -40,6 +41,8 @@ class PlanSender(Node):
     """Where the arm is (/joint_states), the action client, and `identify excite`'s
     recorder and goal (its methods work on any node with these attributes)."""
 
+    RECORDED_BY = 'identify plan'     # in the bag's metadata, for `identify estimate`
+
     spin = ExcitationRecorder.spin
     spin_until = ExcitationRecorder.spin_until
     start_recording = ExcitationRecorder.start_recording
@@ -53,6 +56,7 @@ class PlanSender(Node):
         self.joints = tuple(joints)
         self.running = running
         self._latest = {}
+        self._effort = {}                    # the last effort of each joint (NaN: none)
         self._states = self.create_subscription(JointState, options.states_topic,
                                                 self._on_joint_states, qos_profile_sensor_data)
         self.states_topic = self._states.topic_name
@@ -68,9 +72,22 @@ class PlanSender(Node):
     def _on_joint_states(self, msg):
         if len(msg.position) != len(msg.name):
             return
-        for name, position in zip(msg.name, msg.position):
+        efforts = (msg.effort if len(msg.effort) == len(msg.name)
+                   else [math.nan] * len(msg.name))
+        for name, position, effort in zip(msg.name, msg.position, efforts):
             if np.isfinite(position):
                 self._latest[name] = position
+                self._effort[name] = float(effort)
+
+    def effort_problem(self, model, q):
+        """What makes the efforts on /joint_states unusable for identification, seen in
+        the last message of each joint: (missing, all zero), each a list of joints."""
+        efforts = np.array([self._effort.get(j, math.nan) for j in self.joints])
+        missing = [j for j, e in zip(self.joints, efforts) if not math.isfinite(e)]
+        gravity = dynamics.gravity_torques(model, q)
+        zero = ([] if missing or np.any(efforts != 0.0)
+                or not np.max(np.abs(gravity)) > 1e-6 else list(self.joints))
+        return missing, zero
 
     def position(self):
         """Where the arm is (None until every joint has been seen)."""
@@ -137,6 +154,20 @@ def run(node, options, model, joints, workspace):
     start, code = start_of(node, options, log)
     if start is None:
         return code
+    missing, zero = node.effort_problem(model, start)
+    if missing and options.record is not None:
+        log.error(f'no usable efforts on {node.states_topic}: efforts missing for {missing} '
+                  '(empty or NaN: e.g. a joint_state_broadcaster without an effort state '
+                  'interface); `identify estimate` needs the efforts the drives apply: '
+                  'export them, then record; nothing sent')
+        return NOT_ENDED
+    if missing or zero:
+        log.warning(f'no usable efforts on {node.states_topic}: '
+                    + (f'efforts missing for {missing} (empty or NaN)' if missing else
+                       'every joint\'s effort is 0 where gravity loads the arm (mock '
+                       'hardware?)')
+                    + ': the recording cannot identify the arm (`identify estimate` '
+                    'needs the efforts the drives apply); sending the motion anyway')
     origin = ('--start' if options.start is not None
               else f'where {node.states_topic} says the arm is')
     try:
@@ -163,7 +194,9 @@ def run(node, options, model, joints, workspace):
              + (f', recording {node.states_topic}' if options.record else ''))
     code = node.run_goal(goal_trajectory(plan), options.timeout)
     node.stop_recording()
-    if code != 0 or options.record is None:
+    # an aborted goal moved the arm too (e.g. a path tolerance, limits the controller
+    # enforces): the recording is kept, for the user to judge
+    if code not in (0, goal_sender.FAILED) or options.record is None:
         return code
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
@@ -173,10 +206,49 @@ def run(node, options, model, joints, workspace):
     except ValueError as error:              # BagError: e.g. rosbags missing
         log.error(str(error))
         return identify_plan.BAD_INPUT
-    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}; '
-             f'next: identify estimate --params-file {" ".join(options.params_files)} '
+    ranges, clipped = recorded_ranges(options.record, joints, plan, node.states_topic)
+    log.info(ranges)
+    if clipped:
+        log.warning(clipped)
+    log.info(f'recorded {count} messages of {node.states_topic} into {options.record}'
+             + ('' if code == 0 else ' (kept although the goal did not succeed)')
+             + f'; next: identify estimate --params-file {" ".join(options.params_files)} '
              f'--bag {options.record} --output identified.yaml')
-    return 0
+    return code
+
+
+CLIPPED = 0.02        # rad | m, and this share of the planned range: a recorded range short
+CLIPPED_SHARE = 0.05  # of the planned one by more than both at either end is said
+
+
+def recorded_ranges(folder, joints, plan, topic):
+    """(one line: the planned and recorded range of each joint, one warning naming the
+    joints whose recorded range falls short of the planned one (the motion was clipped,
+    e.g. by limits in the robot's URDF tighter than the robot file's) or '')."""
+    from robot_dynamics.joint_state_bag import BagError, read_joint_states
+    try:
+        q = read_joint_states(folder, joints, topic).q
+    except BagError as error:
+        return f'the recorded range cannot be read: {error}', ''
+    planned = np.stack((plan.q.min(axis=0), plan.q.max(axis=0)), axis=1)
+    recorded = np.stack((q.min(axis=0), q.max(axis=0)), axis=1)
+    margin = np.maximum(CLIPPED, CLIPPED_SHARE * (planned[:, 1] - planned[:, 0]))
+    short = ((recorded[:, 0] > planned[:, 0] + margin)
+             | (recorded[:, 1] < planned[:, 1] - margin))
+
+    def span(pair):
+        return f'[{pair[0]:.4g}, {pair[1]:.4g}]'
+    line = 'range per joint, planned -> recorded: ' + ', '.join(
+        f'{j} {span(p)} -> {span(r)}' for j, p, r in zip(joints, planned, recorded))
+    clipped = ''
+    if np.any(short):
+        clipped = ('the motion was clipped: ' + ', '.join(
+            f'{j} planned {span(p)}, recorded {span(r)}'
+            for j, p, r, s in zip(joints, planned, recorded, short) if s)
+            + ' (limits tighter than the robot file\'s, e.g. in the robot\'s URDF, or the '
+            'controller could not follow); the recording is kept: estimate it, or give the '
+            'robot file the limits the robot enforces and plan again')
+    return line, clipped
 
 
 def send(argv, options, model, joints, workspace):
@@ -187,9 +259,11 @@ def send(argv, options, model, joints, workspace):
         log.error(f'--send: {goal_sender.UNAVAILABLE} (build control_msgs, or send the '
                   '--output file with `ros2 action send_goal`: doc/identification.md)')
         return NOT_ENDED
-    if options.record is not None and importlib.util.find_spec('rosbags') is None:
-        # the bag is written after the motion: say it before
-        log.error('--record: writing the bag needs the rosbags library: pip install rosbags')
+    from robot_dynamics.nodes.identification.common import missing_libraries
+    missing = missing_libraries(('scipy.optimize',) + (('rosbags',) if options.record
+                                                        else ()))
+    if missing:         # planning needs scipy, the bag (written after the motion) rosbags
+        log.error(f'identify plan --send{" --record" if options.record else ""} {missing}')
         return NOT_ENDED
     try:
         with ros_session(argv) as stop:

@@ -83,10 +83,13 @@ class GoalSender:
             rclpy.spin_once(self.node, timeout_sec=0.05)
         return True
 
-    def run_goal(self, trajectory, move, timeout, no_wait):
-        """Send the goal and report; returns the exit status."""
+    def run_goal(self, trajectory, move, timeout, no_wait, goal_tolerance=None):
+        """Send the goal (with `goal_tolerance`, control_msgs/JointTolerance per joint,
+        when given) and report; returns the exit status."""
         logger = self.node.get_logger()
         goal = FollowJointTrajectory.Goal(trajectory=trajectory)
+        if goal_tolerance is not None:
+            goal.goal_tolerance = list(goal_tolerance)
         sent = self.client.send_goal_async(goal, feedback_callback=self.feedback.append)
         if not self._spin_until(sent.done, timeout):
             if not self.node.running():

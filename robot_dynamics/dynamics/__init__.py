@@ -13,21 +13,26 @@ gravity and friction, so that ``inverse_dynamics == mass_matrix @ q̈ + bias_for
 Units: SI; efforts in N·m (revolute) or N (prismatic).
 
 Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dynamics` run
-straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
-use) unless `set_backend('reference')` or the environment variable
+straight-line code generated for the model (`robot_dynamics.dynamics.codegen`, compiled on
+first use) unless `set_backend('reference')` or the environment variable
 ``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
-`robot_dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba for
-every model (`robot_dynamics._numba_loops`) when numba is installed (optional), else warns
-and keeps ``'generated'``. All give the same results to rounding; non-finite inputs and singular
-joint-space inertias always take the reference path.
+`robot_dynamics.dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba
+for every model (`robot_dynamics.dynamics._numba_loops`) when numba is installed (optional),
+else warns and keeps ``'generated'``. All give the same results to rounding; non-finite
+inputs and singular joint-space inertias always take the reference path. This module is the
+one backend dispatcher: the integrator's RK4 step (`rk4_step_one`) is chosen here too. The
+kernels of a model live in its `KernelCache` (robot_dynamics.model.kernel_cache).
 """
 
+import functools
+import math
 import os
 import warnings
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen
+from robot_dynamics.dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
+from robot_dynamics.model.kernel_cache import KernelCache
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
@@ -36,14 +41,13 @@ __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
 BACKENDS = ('generated', 'reference')        # always available
 OPTIONAL_BACKENDS = ('numba',)               # need an optional package
 _backend = 'generated'
-_runners = 'runners generated'   # the key of this backend's runners in a model's _kernels
 
 
 def set_backend(name):
     """'generated' (default): code generated per model; 'reference': `algorithms`;
     'numba': the generated code compiled by numba (falls back to 'generated', with a
     warning, when numba is not installed)."""
-    global _backend, _runners
+    global _backend
     if name not in BACKENDS + OPTIONAL_BACKENDS:
         raise ValueError(f'backend {name!r} unknown, expected one of '
                          f'{BACKENDS + OPTIONAL_BACKENDS}')
@@ -52,7 +56,6 @@ def set_backend(name):
                       "'generated'", RuntimeWarning, stacklevel=2)
         name = 'generated'
     _backend = name
-    _runners = 'runners ' + name
 
 
 def get_backend():
@@ -107,14 +110,17 @@ def _generated_single(model, name, states, wrench=None):
 def _single(model, name):
     """The one-state runner of kernel `name` for the current backend: a function of the
     states returning the result or None (then the general path runs). Made once per model
-    and kept in ``model.__dict__['_kernels'][_runners]`` (one dict per backend; per model
-    instance, so a payload's model has its own), so that the public functions find it with
-    three dictionary lookups."""
-    runners = model.__dict__.setdefault('_kernels', {}).setdefault(_runners, {})
+    and kept in its `KernelCache` (``runners_for(backend)``; per model instance, so a
+    payload's model has its own), so that the public functions find it with an attribute
+    and two dictionary lookups. This is the one place that chooses a backend's kernel for
+    a state; `rk4_step_one` (the integrator's step) goes through it too."""
+    runners = KernelCache.of(model).runners_for(_backend)
     run = runners.get(name)
     if run is None:
         if _backend == 'reference':
             run = _no_runner
+        elif name == 'rk4':
+            run = _rk4_runner(model)
         elif _backend == 'numba':
             run = _numba_loops.runner(model, name)
         else:
@@ -125,6 +131,38 @@ def _single(model, name):
 
 def _no_runner(*states):
     return None
+
+
+def rk4_step_one(model, q, qd, tau, dt):
+    """(q, q̇) after one classical RK4 step of the forward dynamics with τ held, on one
+    state, by the current backend's kernel (generated: the 'rk4' kernel, four
+    articulated-body passes on floats; numba: one compiled call), or None when no kernel
+    applies (the reference backend, a batch, another dtype, a non-finite result): then
+    `robot_dynamics.simulation.integration.rk4_step` runs its general path."""
+    if type(dt) not in (float, int):
+        return None
+    return _single(model, 'rk4')(q, qd, tau, float(dt))
+
+
+def _rk4_runner(model):
+    """The one-state RK4 runner of the current (non-reference) backend."""
+    if _backend == 'numba':
+        return functools.partial(_numba_loops.rk4_step_one, model)
+    fn = codegen.kernel(model, 'rk4')
+    n = model.n
+
+    def run(q, qd, tau, dt):
+        values = [_floats(n, x) for x in (q, qd, tau)]
+        if None in values:
+            return None
+        try:
+            q_next, qd_next = fn(*values, dt)
+        except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
+            return None
+        if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
+            return None
+        return np.array(q_next), np.array(qd_next)
+    return run
 
 
 def _python_runner(model, name):
@@ -312,7 +350,7 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     """
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model._kernels[_runners]['rnea']
+            run = model._kernels.runners[_backend]['rnea']
         except (AttributeError, KeyError):
             run = _single(model, 'rnea')
         tau = run(q, qd, qdd)
@@ -340,11 +378,103 @@ def _friction(model, qd_b):
 
 
 def mass_matrix(model, q):
-    """Joint-space inertia matrix M(q) (n, n) or (B, n, n), armature included."""
+    """Joint-space inertia matrix M(q) (n, n) or (B, n, n), armature included.
+
+    One state (a float64 (n,) array or a list of floats) on the default backends: the
+    composite-rigid-body algorithm in base coordinates on Python floats
+    (`_mass_matrix_one`); a batch, or the 'reference' backend: n Newton–Euler passes
+    (`algorithms.mass_matrix_rnea`)."""
+    if _backend != 'reference':
+        M = _mass_matrix_one(model, q)
+        if M is not None:
+            return M
     q_b, single = _batch(model, q, 'q')
     M = algorithms.mass_matrix_rnea(model.chain, q_b)
     M = M + np.diag(model.armature)
     return _out(M, single)
+
+
+class _Inertias:
+    """A model's bodies as Python floats for `_mass_matrix_one` (made once per model)."""
+
+    def __init__(self, model):
+        ch = model.chain
+        self.mass = ch.mass.tolist()
+        self.com = [tuple(c) for c in ch.com.tolist()]
+        self.inertia = [tuple(I.ravel().tolist()) for I in ch.inertia]
+        self.prismatic = [bool(p) for p in ch.prismatic]
+        self.armature = [float(a) for a in model.armature]
+
+
+def _mass_matrix_one(model, q):
+    """M(q) of one state, or None (then the general path runs): the composite-rigid-body
+    algorithm (Featherstone, RBDA §6.2) with every quantity in base coordinates, so that
+    composing bodies is a sum. Body i's spatial inertia about the base origin, [ω; v]
+    order, from its mass m, centre of mass c and centroidal inertia I_c (both in the base):
+    [[I_c − m c× c×, m c×], [−m c×, m 1]]; C_k sums those of bodies k..n; joint k's motion
+    axis is S_k = [z_k; o_k × z_k] (revolute) or [0; z_k] (prismatic), z_k and o_k the axis
+    and origin of body k; M_jk = S_jᵀ C_k S_k for j ≤ k."""
+    n = model.n
+    q = _floats(n, q)
+    if q is None:
+        return None
+    bodies = KernelCache.of(model).value('mass matrix', _Inertias, model)
+    try:
+        Rs, ps = kinematics._poses_one(kinematics._constants(model), q)
+    except (ValueError, OverflowError):                 # sin(inf)
+        return None
+    M = [[0.0] * n for _ in range(n)]
+    S, F = [None] * n, [None] * n
+    m = hx = hy = hz = 0.0                              # C_k: mass, m c, I about the origin
+    i00 = i01 = i02 = i11 = i12 = i22 = 0.0
+    for i in range(n - 1, -1, -1):
+        r0, r1, r2, r3, r4, r5, r6, r7, r8 = Rs[i]
+        px, py, pz = ps[i]
+        lx, ly, lz = bodies.com[i]
+        mi = bodies.mass[i]
+        cx = px + r0 * lx + r1 * ly + r2 * lz
+        cy = py + r3 * lx + r4 * ly + r5 * lz
+        cz = pz + r6 * lx + r7 * ly + r8 * lz
+        a0, a1, a2, a3, a4, a5, a6, a7, a8 = bodies.inertia[i]
+        b0, b1, b2 = r0 * a0 + r1 * a3 + r2 * a6, r0 * a1 + r1 * a4 + r2 * a7, \
+            r0 * a2 + r1 * a5 + r2 * a8
+        b3, b4, b5 = r3 * a0 + r4 * a3 + r5 * a6, r3 * a1 + r4 * a4 + r5 * a7, \
+            r3 * a2 + r4 * a5 + r5 * a8
+        b6, b7, b8 = r6 * a0 + r7 * a3 + r8 * a6, r6 * a1 + r7 * a4 + r8 * a7, \
+            r6 * a2 + r7 * a5 + r8 * a8
+        cc = cx * cx + cy * cy + cz * cz                # R I_c Rᵀ + m (|c|² 1 − c cᵀ)
+        i00 += b0 * r0 + b1 * r1 + b2 * r2 + mi * (cc - cx * cx)
+        i01 += b0 * r3 + b1 * r4 + b2 * r5 - mi * cx * cy
+        i02 += b0 * r6 + b1 * r7 + b2 * r8 - mi * cx * cz
+        i11 += b3 * r3 + b4 * r4 + b5 * r5 + mi * (cc - cy * cy)
+        i12 += b3 * r6 + b4 * r7 + b5 * r8 - mi * cy * cz
+        i22 += b6 * r6 + b7 * r7 + b8 * r8 + mi * (cc - cz * cz)
+        m += mi
+        hx, hy, hz = hx + mi * cx, hy + mi * cy, hz + mi * cz
+        if bodies.prismatic[i]:
+            wx = wy = wz = 0.0
+            vx, vy, vz = r2, r5, r8
+        else:
+            wx, wy, wz = r2, r5, r8
+            vx, vy, vz = py * r8 - pz * r5, pz * r2 - px * r8, px * r5 - py * r2
+        S[i] = (wx, wy, wz, vx, vy, vz)
+        F[i] = (i00 * wx + i01 * wy + i02 * wz + hy * vz - hz * vy,       # C_i S_i
+                i01 * wx + i11 * wy + i12 * wz + hz * vx - hx * vz,
+                i02 * wx + i12 * wy + i22 * wz + hx * vy - hy * vx,
+                m * vx - hy * wz + hz * wy, m * vy - hz * wx + hx * wz,
+                m * vz - hx * wy + hy * wx)
+    for k in range(n):
+        f0, f1, f2, f3, f4, f5 = F[k]
+        row = M[k]
+        for j in range(k + 1):
+            s0, s1, s2, s3, s4, s5 = S[j]
+            row[j] = M[j][k] = s0 * f0 + s1 * f1 + s2 * f2 + s3 * f3 + s4 * f4 + s5 * f5
+        row[k] += bodies.armature[k]
+    out = np.array(M)
+    total = float(out.sum())
+    if total - total != 0.0:                            # NaN or inf: the general path
+        return None
+    return out
 
 
 def bias_forces(model, q, qd):
@@ -383,7 +513,7 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
     Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model._kernels[_runners]['aba']
+            run = model._kernels.runners[_backend]['aba']
         except (AttributeError, KeyError):
             run = _single(model, 'aba')
         qdd = run(q, qd, tau)
@@ -421,32 +551,16 @@ def forward_dynamics_mass_matrix(model, q, qd, tau, wrench=None):
 
 def forward_kinematics(model, q):
     """Homogeneous transforms of DH link frames 1..n in the base frame: (n, 4, 4) or
-    (B, n, 4, 4). The last one is the tool (tip) frame."""
-    q_b, single = _batch(model, q, 'q')
-    Rb, pb = algorithms.body_poses(model.chain, q_b)
-    ch = model.chain
-    T = np.zeros(Rb.shape[:2] + (4, 4))
-    T[..., :3, :3] = Rb @ ch.R_link
-    T[..., :3, 3] = pb + np.einsum('bnij,nj->bni', Rb, ch.p_link)
-    T[..., 3, 3] = 1.0
-    return _out(T, single)
+    (B, n, 4, 4). The last one is the tool (tip) frame. The same as
+    `kinematics.link_poses`."""
+    return kinematics.link_poses(model, q)
 
 
 def jacobian(model, q):
     """Geometric Jacobian (6, n) or (B, 6, n) of the tip frame in the base frame:
-    rows [v; ω], v the velocity of the tip-frame origin."""
-    q_b, single = _batch(model, q, 'q')
-    Rb, pb = algorithms.body_poses(model.chain, q_b)
-    ch = model.chain
-    tip = pb[:, -1] + np.einsum('bij,j->bi', Rb[:, -1], ch.p_tip)
-    z = Rb[..., :, 2]                                    # (B, n, 3) joint axes in base
-    J = np.zeros((q_b.shape[0], 6, model.n))
-    lever = tip[:, None, :] - pb
-    rev = algorithms.cross(z, lever)
-    pris = ch.prismatic[None, :, None]
-    J[:, :3, :] = np.swapaxes(np.where(pris, z, rev), 1, 2)
-    J[:, 3:, :] = np.swapaxes(np.where(pris, 0.0, z), 1, 2)
-    return _out(J, single)
+    rows [v; ω], v the velocity of the tip-frame origin. `kinematics.jacobian` without
+    a tool, link or point."""
+    return kinematics.jacobian(model, q)
 
 
 def kinetic_energy(model, q, qd):

@@ -10,7 +10,9 @@ Surroundings (`Workspace`), in the robot's base frame (z up): a floor plane z >=
 keep-out boxes (axis-aligned, given by their min and max corners), for every link's origin
 (the frame of the link each joint moves, at that joint), the far end of a link where it is
 elsewhere (a DH link frame beyond a joint offset), and the tool frame (the model's tip:
-`dynamics.forward_kinematics`' last frame).
+`dynamics.forward_kinematics`' last frame). The floor applies to the points that move
+(`moving_points`): a point fixed in the base frame (the PUMA 560's shoulder at z = 0) is
+where the robot stands, whatever the floor.
 
 `workspace_violation` is a continuous measure (m) for an optimiser, `first_violation` the
 one line a user reads.
@@ -21,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
 
 TOLERANCE = 1e-9          # rad | m (and per s, per s²): rounding, not a margin
 WORKSPACE_TOLERANCE = 1e-4   # m: a motion kept clear at 2000 samples per period (as
@@ -81,6 +83,16 @@ def _points(model, joints=None):
     return points
 
 
+def moving_points(model):
+    """(2n,) bool, per point of `_origins_and_ends`: True where its position depends on q
+    (False for a link origin fixed in the base frame whatever the joints do, e.g. the
+    PUMA 560's link 1 origin at z = 0): the floor applies to these only, since no motion
+    can lift a point that does not move."""
+    x = _origins_and_ends(model, np.random.default_rng(1).uniform(-math.pi, math.pi,
+                                                                  (4, model.n)))
+    return np.max(np.ptp(x, axis=0), axis=-1) > 1e-9
+
+
 def workspace_violation(model, q, workspace, clearance=0.0):
     """How far (m) the link points of positions q (K, n) come into the floor or a keep-out
     box, each grown by `clearance`: 0 when they stay clear, else the deepest intrusion
@@ -89,7 +101,8 @@ def workspace_violation(model, q, workspace, clearance=0.0):
     if workspace.empty:
         return 0.0
     clearance = np.broadcast_to(clearance, (1 + len(workspace.boxes), 2 * model.n))
-    depth = _depths(_origins_and_ends(model, q), workspace) + clearance   # (K, 1 + B, 2n)
+    depth = _depths(_origins_and_ends(model, q), workspace,
+                    moving_points(model)) + clearance                     # (K, 1 + B, 2n)
     return max(0.0, float(np.max(depth)))
 
 
@@ -99,16 +112,17 @@ def start_clearance(model, start, workspace, clearance):
     base on the floor: 0), so that the start is clear of the grown obstacles with room to
     move."""
     depth = _depths(_origins_and_ends(model, np.asarray(start, dtype=float)[None, :]),
-                    workspace)[0]
+                    workspace, moving_points(model))[0]
     return np.clip(-0.5 * depth, 0.0, clearance)
 
 
-def _depths(x, workspace):
+def _depths(x, workspace, moving=None):
     """(K, 1 + B, P): how deep each point of x (K, P, 3) is below the floor (row 0; -inf
-    without a floor) and in each box (its smallest inward distance to a face); negative:
-    outside, by that much (for the floor: its height above it)."""
-    rows = [workspace.floor - x[..., 2] if workspace.floor is not None
-            else np.full(x.shape[:2], -np.inf)]
+    without a floor, and for the points that `moving` (P,) says do not move) and in each
+    box (its smallest inward distance to a face); negative: outside, by that much (for
+    the floor: its height above it)."""
+    rows = [np.where(True if moving is None else moving, workspace.floor - x[..., 2], -np.inf)
+            if workspace.floor is not None else np.full(x.shape[:2], -np.inf)]
     for low, high in workspace.boxes:
         rows.append(np.min(np.minimum(x - np.asarray(low), np.asarray(high) - x), axis=-1))
     return np.stack(rows, axis=1)
@@ -171,7 +185,8 @@ def _workspace_violations(model, joints, t, q, workspace):
     x = link_points(model, q)                              # (K, P, 3)
     out = []
     if workspace.floor is not None:
-        bad = x[..., 2] < workspace.floor - WORKSPACE_TOLERANCE
+        moving = moving_points(model)[[k for _, k in _points(model)]]
+        bad = (x[..., 2] < workspace.floor - WORKSPACE_TOLERANCE) & moving
         for k, i in _first_per_point(bad):
             out.append(Violation(float(t[k]), names[i], (
                 f'{names[i]} at t = {t[k]:.6g} s: z = {x[k, i, 2]:.6g} m, below the floor at '

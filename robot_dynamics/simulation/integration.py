@@ -4,24 +4,21 @@ The state is (q, q̇); the effort τ is held constant over a step (zero-order ho
 digital controller applies it). [TML] §7 integrates the same state with RK4.
 """
 
-import math
-
 import numpy as np
 
-from robot_dynamics import _numba_loops, codegen, dynamics
+from robot_dynamics import dynamics
 
 
 def rk4_step(model, q, qd, tau, dt):
     """One classical Runge–Kutta step of q̈ = forward_dynamics(q, q̇, τ); returns (q, q̇).
 
-    One state on the generated backend runs as one generated call (four articulated-body
-    passes on floats, `codegen` kernel 'rk4'), on the numba backend as one compiled call
-    (`_numba_loops.rk4_step_one`); batches and the reference backend go through
-    `dynamics.forward_dynamics` four times."""
-    if dynamics.get_backend() != 'reference':
-        result = _rk4_generated(model, q, qd, tau, dt)
-        if result is not None:
-            return result
+    One state runs as one call of the current backend's RK4 kernel, chosen by the dynamics
+    dispatcher (`dynamics.rk4_step_one`: generated, four articulated-body passes on floats;
+    numba, one compiled call); batches, the reference backend and whatever that kernel
+    declines go through `dynamics.forward_dynamics` four times."""
+    result = dynamics.rk4_step_one(model, q, qd, tau, dt)
+    if result is not None:
+        return result
     fd = dynamics.forward_dynamics
     k1v = fd(model, q, qd, tau)
     k1q = qd
@@ -36,28 +33,6 @@ def rk4_step(model, q, qd, tau, dt):
     return q_next, qd_next
 
 
-def _rk4_generated(model, q, qd, tau, dt):
-    n = model.n
-    if dynamics.get_backend() == 'numba':
-        if type(dt) not in (float, int):
-            return None
-        return _numba_loops.rk4_step_one(model, q, qd, tau, float(dt))
-    values = [dynamics._floats(n, x) for x in (q, qd, tau)]
-    if None in values or type(dt) not in (float, int):
-        return None
-    kernels = model.__dict__.get('_kernels')
-    fn = kernels.get(('rk4', 'scalar')) if kernels else None
-    if fn is None:
-        fn = codegen.kernel(model, 'rk4')
-    try:
-        q_next, qd_next = fn(*values, dt)
-    except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
-        return None
-    if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
-        return None
-    return np.array(q_next), np.array(qd_next)
-
-
 def semi_implicit_euler_step(model, q, qd, tau, dt):
     """Symplectic Euler: q̇ ← q̇ + dt q̈(q, q̇); q ← q + dt q̇. Cheap, first order."""
     qd_next = qd + dt * dynamics.forward_dynamics(model, q, qd, tau)
@@ -65,6 +40,33 @@ def semi_implicit_euler_step(model, q, qd, tau, dt):
 
 
 METHODS = {'rk4': rk4_step, 'euler': semi_implicit_euler_step}
+
+
+def step_with_effort(stepper, model, q, qd, tau, dt, extra):
+    """One step of `stepper` (a METHODS entry) with `extra(q, q̇)` (n,) added to the held
+    effort `tau` at every stage (RK4) or evaluation (Euler): a state-dependent effort such
+    as an external wrench's J(q)ᵀ w. Returns (q, q̇)."""
+    fd = dynamics.forward_dynamics
+
+    def acceleration(q_, qd_):
+        return fd(model, q_, qd_, tau + extra(q_, qd_))
+    return _stages(stepper, acceleration, q, qd, dt)
+
+
+def _stages(stepper, acceleration, q, qd, dt):
+    """The stages of `stepper` (RK4 or semi-implicit Euler) on q̈ = acceleration(q, q̇)."""
+    if stepper is semi_implicit_euler_step:
+        qd_next = qd + dt * acceleration(q, qd)
+        return q + dt * qd_next, qd_next
+    k1v = acceleration(q, qd)
+    k2q = qd + 0.5 * dt * k1v
+    k2v = acceleration(q + 0.5 * dt * qd, k2q)
+    k3q = qd + 0.5 * dt * k2v
+    k3v = acceleration(q + 0.5 * dt * k2q, k3q)
+    k4q = qd + dt * k3v
+    k4v = acceleration(q + dt * k3q, k4q)
+    return (q + dt / 6.0 * (qd + 2.0 * k2q + 2.0 * k3q + k4q),
+            qd + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v))
 
 
 def step(model, q, qd, tau, dt, method='rk4'):
@@ -175,13 +177,19 @@ class JointStops:
             tau[down] = np.maximum(0.0, k[down] * under[down] - c[down] * qd[down])
         return tau
 
-    def step(self, stepper, model, q, qd, tau, dt):
-        """One step of `stepper` with the stops; (q, q̇, stop effort (n,))."""
+    def step(self, stepper, model, q, qd, tau, dt, extra=None):
+        """One step of `stepper` with the stops; (q, q̇, stop effort (n,)). `extra(q, q̇)`:
+        an effort added at every stage besides the stops' (`step_with_effort`)."""
+        if extra is None:
+            plain = stepper
+        else:
+            def plain(model_, q_, qd_, tau_, dt_):
+                return step_with_effort(stepper, model_, q_, qd_, tau_, dt_, extra)
         if not self.any:
-            q_next, qd_next = stepper(model, q, qd, tau, dt)
+            q_next, qd_next = plain(model, q, qd, tau, dt)
             return q_next, qd_next, self._zero
         if q is self._inside or self.inside(q):   # else at a stop: the plain step would
-            q_next, qd_next = stepper(model, q, qd, tau, dt)   # be redone
+            q_next, qd_next = plain(model, q, qd, tau, dt)   # be redone
             if self.inside(q_next):
                 self._inside = q_next
                 return q_next, qd_next, self._zero
@@ -189,20 +197,11 @@ class JointStops:
         fd = dynamics.forward_dynamics
 
         def acceleration(q_, qd_):
-            return fd(model, q_, qd_, tau + self.effort(q_, qd_, k, c))
-        if stepper is semi_implicit_euler_step:
-            qd_next = qd + dt * acceleration(q, qd)
-            q_next = q + dt * qd_next
-        else:
-            k1v = acceleration(q, qd)
-            k2q = qd + 0.5 * dt * k1v
-            k2v = acceleration(q + 0.5 * dt * qd, k2q)
-            k3q = qd + 0.5 * dt * k2v
-            k3v = acceleration(q + 0.5 * dt * k2q, k3q)
-            k4q = qd + dt * k3v
-            k4v = acceleration(q + dt * k3q, k4q)
-            q_next = q + dt / 6.0 * (qd + 2.0 * k2q + 2.0 * k3q + k4q)
-            qd_next = qd + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+            total = tau + self.effort(q_, qd_, k, c)
+            if extra is not None:
+                total = total + extra(q_, qd_)
+            return fd(model, q_, qd_, total)
+        q_next, qd_next = _stages(stepper, acceleration, q, qd, dt)
         over = q_next > self.upper + self.max_penetration
         under = q_next < self.lower - self.max_penetration
         if over.any() or under.any():        # the hard end: inelastic

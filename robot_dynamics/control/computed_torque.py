@@ -1,8 +1,16 @@
-"""The computed-torque law ([LEE] §4) and effort saturation: pure math, no ROS."""
+"""The computed-torque law and effort saturation: pure math, no ROS.
+
+Source: [LEE] C. S. G. Lee, M. J. Chung, T. N. Mudge, J. L. Turney, "On the Control of
+Mechanical Manipulators", The University of Michigan, Ann Arbor (undated, c. 1981–82), §4,
+eq. 4.4: the computed-torque law in joint space, its effort by the recursive Newton–Euler
+algorithm of [LWP] J. Y. S. Luh, M. W. Walker, R. P. C. Paul, "On-Line Computational Scheme
+for Mechanical Manipulators", Trans. ASME, J. Dyn. Sys. Meas. Control 102:69–76, 1980.
+"""
 
 import numpy as np
 
 from robot_dynamics import dynamics
+from robot_dynamics.control._parameters import per_joint
 
 
 def servo_acceleration(q, qd, q_ref, qd_ref, qdd_ref, kp, kd):
@@ -17,26 +25,13 @@ class ComputedTorqueLaw:
 
     def __init__(self, model, kp, kd):
         self.model = model
-        self.kp = _gains('kp', kp, model.n, strictly_positive=True)
-        self.kd = _gains('kd', kd, model.n, strictly_positive=False)
+        self.kp = per_joint('gains.kp', kp, model.n, positive=True)
+        self.kd = per_joint('gains.kd', kd, model.n)
 
     def effort(self, q, qd, q_ref, qd_ref, qdd_ref):
         u = servo_acceleration(np.asarray(q, float), np.asarray(qd, float), q_ref, qd_ref,
                                qdd_ref, self.kp, self.kd)
         return dynamics.inverse_dynamics(self.model, q, qd, u)
-
-
-def _gains(name, values, n, strictly_positive):
-    array = np.asarray(values, dtype=float)
-    if array.ndim == 0:
-        array = np.full(n, float(array))
-    if array.shape != (n,):
-        raise ValueError(f'gains.{name}: expected {n} values, got shape {array.shape}')
-    for i, v in enumerate(array):
-        if not np.isfinite(v) or (v <= 0.0 if strictly_positive else v < 0.0):
-            bound = '> 0' if strictly_positive else '>= 0'
-            raise ValueError(f'gains.{name}[{i}]: must be finite and {bound}, got {v}')
-    return array
 
 
 def saturate(tau, limits):

@@ -1,12 +1,12 @@
 """Optional accelerator for long chains: generic looped kernels compiled once by numba.
 
-`robot_dynamics._fast_numba` compiles the straight-line code generated per model; numba's
+`robot_dynamics.dynamics._fast_numba` compiles the straight-line code generated per model; numba's
 compile time grows steeply with its length. The kernels here are instead written once, as
 loops over the links with the 3-vector algebra spelled out in scalars (no temporary
 arrays), and take the model as one packed float64 array, so that one compilation serves
 every model of every length (cost O(n) per call, compile time independent of n).
 
-Algorithms, as in `robot_dynamics.algorithms` (which these must match to rounding):
+Algorithms, as in `robot_dynamics.dynamics.algorithms` (which these must match to rounding):
 - inverse dynamics: Newton–Euler (Craig's iterative form, [CRA] ch. 6 / [CSDN] §2), body
   wrenches taken about each body's origin with the first moment h = m c and the inertia
   about the origin;
@@ -39,7 +39,7 @@ it up front, e.g. when a node starts. The kernel source is written to
 install space; if that directory is not writable the kernels are compiled from memory in
 every process.
 
-The packed model (`pack`) is cached on the model instance (``model.__dict__['_kernels']``;
+The packed model (`pack`) is cached on the model instance (its `KernelCache`;
 `with_payload` makes a new instance without it, so the payload merged into the last body
 of its own chain is the one packed). It ends with scratch columns that the kernels use as
 working memory, so that a call allocates nothing but its output (numba boxing a returned
@@ -56,8 +56,9 @@ import types
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, codegen
-from robot_dynamics.algorithms import steiner
+from robot_dynamics.dynamics import _fast_numba
+from robot_dynamics.dynamics.algorithms import steiner
+from robot_dynamics.model.kernel_cache import KernelCache
 
 try:
     import numba
@@ -124,7 +125,7 @@ def pack(model):
 
 def packed(model):
     """`pack(model)`, once per model instance."""
-    return codegen.per_model(model, 'loops_packed', pack)
+    return KernelCache.of(model).value('loops_packed', pack, model)
 
 
 # ---------------------------------------------------------------------- public calls
@@ -135,8 +136,8 @@ def packed(model):
 
 def _packed(model):
     try:
-        return model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        return model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         return packed(model)
 
 
@@ -162,8 +163,8 @@ def _retry(name, model, arrays, ndim):
 
 def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -180,8 +181,8 @@ def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
 
 def bias_forces_one(model, q, qd):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -193,8 +194,8 @@ def bias_forces_one(model, q, qd):
 
 def gravity_torques_one(model, q):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -206,8 +207,8 @@ def gravity_torques_one(model, q):
 
 def forward_dynamics_one(model, q, qd, tau, wrench=None):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -226,8 +227,8 @@ def rk4_step_one(model, q, qd, tau, dt):
     """(q, q̇) after one RK4 step with τ held, as `integration.rk4_step` on one state (four
     articulated-body passes in one compiled call), or None."""
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty((2, len(P) - 1))
     try:
