@@ -14,9 +14,9 @@ it, as a child process on a private ROS domain):
    controller's model), on MuJoCo with the MJCF generated from config/panda.yaml (the
    engine alone), on MuJoCo with the true arm (the mismatch);
 3. the `identify` workflow against the running simulation of the true arm: `sim` running
-   in real time on MuJoCo, `identify excite --duration D --iterations 0 --record BAG`,
-   Ctrl-C to the sim, `identify estimate --params-file config/panda.yaml --bag BAG
-   --output identified.yaml`;
+   on MuJoCo (lock-step, `--real-time-factor 0`: the same recording on a loaded machine),
+   `identify excite --duration D --iterations 0 --record BAG`, Ctrl-C to the sim,
+   `identify estimate --params-file config/panda.yaml --bag BAG --output identified.yaml`;
 4. the demo on the true arm again with identified.yaml loaded after the robot file.
 
 Prints the commands and a Markdown table (largest and RMS tracking error over the joints).
@@ -76,10 +76,12 @@ def shown(command):
     return ' '.join(shlex.quote(part) for part in command).replace(sys.executable, 'python3')
 
 
-def run(command, env, log):
+def run(command, env, log, timeout=None):
+    """`command` to its end (`timeout`: wall s, a net against hangs); its output into `log`."""
     print('$', shown(command), flush=True)
     with open(log, 'w', encoding='utf-8') as stream:
-        done = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
+        done = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT,
+                              timeout=timeout)
     if done.returncode != 0:
         raise SystemExit(f'{shown(command)} exited {done.returncode}: see {log}')
 
@@ -91,14 +93,14 @@ def engine_args(model_file=None):
     return args
 
 
-def demo(folder, label, env, duration, ros_args=()):
+def demo(folder, label, env, duration, ros_args=(), timeout=None):
     """The demo's tracking error: (largest |e| over joints and cycles, RMS per joint (n,))."""
     table = os.path.join(folder, f'{label}.csv')
     command = [sys.executable, '-m', 'robot_dynamics.nodes.sim', '--robot', 'panda',
                '--duration', str(duration), '--csv', table]
     if ros_args:
         command += ['--ros-args', *ros_args]
-    run(command, env, os.path.join(folder, f'{label}.log'))
+    run(command, env, os.path.join(folder, f'{label}.log'), timeout)
     with open(table, encoding='utf-8', newline='') as stream:
         rows = list(csv.reader(stream))
     header, values = rows[0], np.array(rows[1:], dtype=float)
@@ -106,25 +108,35 @@ def demo(folder, label, env, duration, ros_args=()):
     return float(np.max(np.abs(error))), np.sqrt(np.mean(error ** 2, axis=0))
 
 
-def record(folder, env, model_file, duration, seed):
-    """`identify excite` against a running `sim` of the true arm (real time); the bag."""
+def record(folder, env, model_file, duration, seed, timeout=60.0):
+    """`identify excite` against a running `sim` of the true arm (lock-step, as fast as the
+    nodes go: the recording does not depend on the machine's load); the bag folder."""
     bag = os.path.join(folder, 'arm_motion')
     sim_command = [sys.executable, '-m', 'robot_dynamics.nodes.sim', '--robot', 'panda',
-                   '--ros-args', *engine_args(model_file)]
+                   '--real-time-factor', '0', '--ros-args', *engine_args(model_file)]
     print('$', shown(sim_command), '&', flush=True)
     with open(os.path.join(folder, 'sim_running.log'), 'w', encoding='utf-8') as log:
         simulation = subprocess.Popen(sim_command, env=env, stdout=log,
                                       stderr=subprocess.STDOUT)
-        try:
-            time.sleep(3.0)         # the nodes up (excite waits for them anyway)
+        try:        # excite waits up to --timeout for the nodes, then runs the motion
             run([sys.executable, '-m', 'robot_dynamics.nodes.identify', 'excite',
                  '--duration', str(duration), '--iterations', '0', '--seed', str(seed),
-                 '--record', bag], env, os.path.join(folder, 'excite.log'))
+                 '--timeout', str(timeout), '--record', bag], env,
+                os.path.join(folder, 'excite.log'), 4.0 * timeout + duration)
         finally:
             print('$ kill -INT %1   # Ctrl-C to the sim', flush=True)
             simulation.send_signal(signal.SIGINT)
-            simulation.wait(timeout=60)
+            simulation.wait(timeout=timeout)
     return bag
+
+
+def estimate(folder, env, bag, timeout=None):
+    """`identify estimate` of the bag with config/panda.yaml as the prior; the file."""
+    identified = os.path.join(folder, 'identified.yaml')
+    run([sys.executable, '-m', 'robot_dynamics.nodes.identify', 'estimate',
+         '--params-file', PANDA, '--bag', bag, '--output', identified], env,
+        os.path.join(folder, 'estimate.log'), timeout)
+    return identified
 
 
 def main(argv=None):
@@ -154,11 +166,8 @@ def main(argv=None):
             ('MuJoCo, the true arm; controller: config/panda.yaml',
              demo(options.out, 'mujoco_true', env, options.demo, engine_args(model_file)))]
     bag = record(options.out, env, model_file, options.excite, 0)
-    identified = os.path.join(options.out, 'identified.yaml')
     started = time.monotonic()
-    run([sys.executable, '-m', 'robot_dynamics.nodes.identify', 'estimate',
-         '--params-file', PANDA, '--bag', bag, '--output', identified], env,
-        os.path.join(options.out, 'estimate.log'))
+    identified = estimate(options.out, env, bag)
     estimate_time = time.monotonic() - started
     rows.append(('MuJoCo, the true arm; controller: + identified.yaml',
                  demo(options.out, 'mujoco_identified', env, options.demo,
