@@ -1,97 +1,42 @@
-"""What `identify` (robot_dynamics.nodes.identify) and its subcommands
-(robot_dynamics.nodes.identification.identify_excite, identify_plan, plan_sender) share:
-the bad-input error, the bags' metadata keys and the prior model from layered parameter
-files. Below the command line's module, so that the subcommands need not import it."""
+"""What the modules of `identify` (robot_dynamics.nodes.identify) share: the bad-input and
+estimation errors, the exit statuses, the bags' metadata keys, the command line's defaults
+and the check of the optional libraries. Below every other module of the command: it
+imports none of them."""
 
-import os
-import warnings
-
-from robot_dynamics.model import RobotModel
+import importlib
 
 EFFORT_TIMING_KEY = 'robot_dynamics.effort_timing'   # the bag metadata's custom_data key
 RECORDED_BY_KEY = 'robot_dynamics.recorded_by'       # which command wrote the bag
+EFFORT_TIMINGS = ('instant', 'held_after', 'held_before')
+ACCELERATION_SOURCES = ('velocity', 'position')      # identify_arm's `accelerations`
+
+NOT_ENDED = 1           # excite, plan: no controller, no /joint_states, the motion did not end
+BAD_INPUT = 2
+NOT_EXCITED = 3         # estimate: the data do not determine the parameters
+NOT_CONSISTENT = 4      # estimate: the estimate is not physically consistent
+BUG = 70                # sysexits' EX_SOFTWARE: an internal error, not bad input
+STOPPED = 130
+EXCITATION_ITERATIONS = 20   # optimal_excitation's L-BFGS iterations
+CONTROLLER = '/computed_torque_controller'
 
 
 class InputError(ValueError):
     """Bad input to `estimate`: one line, exit status 2."""
 
 
-def layered_parameters(paths, node_name=None):
-    """(robot block, other parameters) of parameter files layered as the nodes layer them:
-    in each file the sections that apply to the node `node_name` (``/**``, its name,
-    ``/**/name``, ...), in the file's order, then the next file, each overriding earlier
-    values key by key (flat, dotted names). A relative robot.urdf_file is taken from its
-    file's folder."""
-    merged = {}
-    for path, flat in _layers(paths, node_name):
-        urdf_file = flat.get('robot.urdf_file')
-        if isinstance(urdf_file, str) and urdf_file and not (
-                os.path.isabs(urdf_file) or '://' in urdf_file):
-            flat['robot.urdf_file'] = os.path.join(
-                os.path.dirname(os.path.abspath(path)), urdf_file)
-        merged.update(flat)
-    robot = {key[len('robot.'):]: value for key, value in merged.items()
-             if key.startswith('robot.')}
-    others = {key: value for key, value in merged.items() if not key.startswith('robot.')}
-    return robot, others
+class EstimationError(RuntimeError):
+    """The estimation itself failed (e.g. the solver): one line, exit status 1."""
 
 
-def _layers(paths, node_name):
-    """[(path, {dotted name: value})]: the sections of the files that apply to the node,
-    file after file, each file's in its order: the nodes' own layering
-    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
-    from robot_dynamics.nodes.common.layering import parameter_layers
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
-    try:
-        for path in paths:
-            check_params_file(path)
-        return [(path, parameters) for path, _section, parameters
-                in parameter_layers(paths, node_name or None)]
-    except ParamsFileError as error:
-        raise InputError(str(error)) from None
-
-
-def _flatten(mapping, prefix=''):
-    flat = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
-def prior_model(paths, node_name=None):
-    """(RobotModel, joint names, [model warnings]) from layered parameter files;
-    InputError with one line."""
-    robot, others = layered_parameters(paths, node_name)
-    if not robot:
-        raise InputError(f'params files {" ".join(paths)}: no robot block (expected '
-                         '"/**: ros__parameters: robot: ...", e.g. config/puma560.yaml)')
-    description = others.get('robot_description')
-    if robot.get('source') == 'urdf' and description and not (
-            robot.get('urdf') or robot.get('urdf_file')):
-        robot['urdf'] = description
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        try:
-            model = RobotModel.from_params(robot)
-        except ValueError as error:
-            raise InputError(f'params files {" ".join(paths)}: {error}') from None
-    joints = others.get('joints') or model.joint_names
-    if not joints:
-        raise InputError(f'params files {" ".join(paths)}: joints: missing (a list of joint '
-                         'names, in the order of the robot block)')
-    if isinstance(joints, str) or len(joints) != model.n or len(set(joints)) != model.n:
-        raise InputError(f'params files {" ".join(paths)}: joints: expected {model.n} '
-                         f'distinct names, got {joints!r}')
-    return model, tuple(joints), [str(w.message) for w in caught]
+def first_line(error):
+    """The first line of an error's text ('' for none)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ''
 
 
 def missing_libraries(modules):
     """One line naming the libraries of `modules` (e.g. 'scipy.optimize', 'rosbags') that
     do not import and the pip command that installs them, or None when all import."""
-    import importlib
     missing = []
     for module in modules:
         try:

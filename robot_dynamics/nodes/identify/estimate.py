@@ -1,34 +1,165 @@
-"""What `identify estimate` asks of robot_dynamics.arm_identification, in its own words:
-the estimate of a list of gap-free recordings, the validation errors of a model, and the
-parameter-file keys of the identified model."""
+"""`identify estimate`: the prior model, the recordings (estimation and validation data),
+the estimate (robot_dynamics.identification.arm.identify_arm), its validation errors, the
+printed report and the written files (robot_dynamics.nodes.identify has the usage)."""
 
+import argparse
+import math
+import os
+import sys
+import time
+import traceback
 from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import arm_identification, dynamics
+from robot_dynamics import dynamics
+from robot_dynamics.identification import arm
+from robot_dynamics.identification.recordings import BagError, DEFAULT_TOPIC, read_joint_states
+from robot_dynamics.model import FRICTION_MODELS
+from robot_dynamics.nodes.identify.common import (
+    ACCELERATION_SOURCES, BAD_INPUT, BUG, CONTROLLER, EFFORT_TIMING_KEY, EFFORT_TIMINGS,
+    EstimationError, first_line, InputError, NOT_CONSISTENT, NOT_EXCITED, RECORDED_BY_KEY,
+    STOPPED)
+from robot_dynamics.nodes.identify.prior import layered_parameters, prior_model
+from robot_dynamics.nodes.identify.report import (drive_lines, format_table, report_path,
+                                                  uncertainty_lines, write_parameter_file,
+                                                  write_report)
 
 GRAVITY_SHARE = 0.02    # efforts whose RMS is below this share of the gravity torques: refused
+HELD_OUT = 0.2          # the fraction of the samples kept for validation without --validate
 
 
-class Estimate(NamedTuple):
-    model: object          # the identified RobotModel
-    samples: int           # samples used (after filtering and decimation)
-    raw_samples: int       # samples read
-    condition: float       # condition number of the weighted base regressor
-    not_excited: list      # what the data do not determine ([] when all is identified)
-    fixed: str             # how the directions the data cannot determine were fixed
-    consistency: list      # physical-consistency issues of the estimate ([] expected)
-    timing: dict           # seconds per stage
-    offset: object = None          # (n,) identified effort offsets, or None
-    drive_gain: object = None      # (n,) joint effort / recorded effort, or None
-    uncertainty: object = None     # arm_identification.BaseUncertainty
-    friction_model: tuple = ()     # each joint's friction law
-    stribeck_velocity: object = None   # (n,) the laws' velocity scales
-    accelerations: str = 'velocity'    # where q̈ came from: 'velocity' or 'position'
-    acceleration_fit: dict = {}        # {source: relative residual} of the sources compared
-    velocities_recorded: bool = True   # False: q̇ and q̈ from the positions (none recorded)
-    drive_fit: dict = {}               # the friction law and offsets compared, when chosen
+# ---------------------------------------------------------------------- the command line
+
+
+def add_arguments(commands):
+    """The `estimate` subcommand's parser in `commands` (identify's subparsers)."""
+    estimate = commands.add_parser(
+        'estimate', help='estimate from recordings and write a parameter file')
+    estimate.add_argument('--params-file', nargs='+', required=True, dest='params_files',
+                          metavar='P', action='extend',
+                          help="the robot's parameter files (the prior model), layered in "
+                          'order (repeat the option or give several files)')
+    estimate.add_argument('--bag', nargs='+', required=True, dest='bags', metavar='DIR',
+                          help='rosbag2 folders with sensor_msgs/JointState (position, '
+                          'effort, and velocity if recorded)')
+    estimate.add_argument('--validate', metavar='DIR', default=None,
+                          help='a recording kept for validation only (default: the last 20 '
+                          '%% of the samples are held out)')
+    estimate.add_argument('--topic', default=None,
+                          help=f'the JointState topic in the bags (default: {DEFAULT_TOPIC}, '
+                          'or the only one)')
+    estimate.add_argument('--node', default=CONTROLLER.lstrip('/'),
+                          help='the node section of the parameter files read after "/**" '
+                          f'(default: {CONTROLLER.lstrip("/")})')
+    estimate.add_argument('--effort-timing', default=None, dest='effort_timing',
+                          choices=EFFORT_TIMINGS,
+                          help='what an effort sample is: instant (measured at the '
+                          "message's time: a real arm's effort interface), "
+                          'held_before (held over the step ending at the message: this '
+                          "package's plant node), held_after (held from the message on); "
+                          "default: the bag's (written by `identify excite`), else instant")
+    estimate.add_argument('--output-section', default=None, dest='output_section',
+                          metavar='SECTION',
+                          help='the node section of the written file (default: /**/NODE, '
+                          'NODE the --node: the controller only; "/**": every node, the '
+                          'plant of a simulation too)')
+    estimate.add_argument('--accelerations', default='auto',
+                          choices=('auto',) + ACCELERATION_SOURCES,
+                          help='where the accelerations come from: velocity (the '
+                          'derivative of the recorded velocities), position (the second '
+                          'derivative of the recorded positions) or auto (default: the one '
+                          'the estimation data fit better)')
+    estimate.add_argument('--offset', action=argparse.BooleanOptionalAction, default=None,
+                          help="estimate each joint's constant effort offset (the effort "
+                          "sensor's bias; written as effort_offset, not used in the "
+                          'command), or not (--no-offset); default: chosen from the data '
+                          '(held out)')
+    estimate.add_argument('--friction', nargs='+', default=None, metavar='LAW',
+                          choices=FRICTION_MODELS + ('auto',),
+                          help='friction law: one for every joint or one per joint, of '
+                          f'{", ".join(FRICTION_MODELS)}, or auto (chosen from the data '
+                          'among coulomb, tanh and stribeck, held out); default: the robot '
+                          'file\'s friction_model if it has one, else auto')
+    estimate.add_argument('--payload-bag', nargs='+', default=None, dest='payload_bags',
+                          metavar='DIR', help='recordings with a known payload attached: '
+                          'estimate the drive gains too (needs --payload)')
+    estimate.add_argument('--payload', nargs='+', type=float, default=None,
+                          metavar='VALUE', help='the payload of --payload-bag: mass [kg], '
+                          'centre of mass x y z in the last link frame [m], optionally '
+                          'its inertia about the centre of mass ixx ixy ixz iyy iyz izz '
+                          '[kg m^2]')
+    estimate.add_argument('--report', default=None, metavar='REPORT.yaml',
+                          help='the report to write (default: OUT.report.yaml beside the '
+                          'output)')
+    estimate.add_argument('--relative-std-threshold', type=float, default=20.0,
+                          dest='relative_std_threshold', metavar='PERCENT',
+                          help='warn about base parameters whose relative standard '
+                          'deviation is above this (default: 20)')
+    estimate.add_argument('--essential-ratio', type=float, default=100.0,
+                          dest='essential_ratio', metavar='RATIO',
+                          help='essential parameters: drop the least certain until the '
+                          'largest relative standard deviation is at most RATIO times the '
+                          'smallest (default: 100)')
+    estimate.add_argument('--write-inconsistent', action='store_true',
+                          dest='write_inconsistent',
+                          help='write the estimate even when it is not physically '
+                          'consistent (for inspection; exit status 4 all the same)')
+    estimate.add_argument('--output', required=True, metavar='OUT.yaml',
+                          help='the parameter file to write')
+    return estimate
+
+
+def check_arguments(parser, args):
+    """Cross-argument checks of `estimate`: parser.error (exit status 2)."""
+    if args.output_section is not None and not args.output_section.startswith('/'):
+        parser.error(f'--output-section: a node section starts with "/" ("/**", '
+                     f'"/**/my_controller"), got {args.output_section!r}')
+    if (args.payload_bags is None) != (args.payload is None):
+        parser.error('--payload-bag and --payload: give both (the recording with the '
+                     'payload and its mass, centre of mass [, inertia]) or neither')
+    if args.payload is not None and (len(args.payload) not in (4, 10) or not all(
+            math.isfinite(v) for v in args.payload) or args.payload[0] <= 0.0):
+        parser.error(f'--payload: expected a mass > 0, the centre of mass x y z and '
+                     f'optionally 6 inertia values (4 or 10 finite numbers), got '
+                     f'{args.payload}')
+    for name in ('relative_std_threshold', 'essential_ratio'):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value > 0.0):
+            parser.error(f'--{name.replace("_", "-")}: must be finite and > 0, got '
+                         f'{value}')
+
+
+def main(options):
+    """`identify estimate` with parsed options: the exit status, errors in one line."""
+    try:
+        return estimate(options)
+    except InputError as error:
+        print(f'identify estimate: {error}', file=sys.stderr)
+        return BAD_INPUT
+    except (EstimationError, ImportError) as error:     # ImportError: pip install ...
+        print(f'identify estimate: {first_line(error)}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print('identify estimate: stopped', file=sys.stderr)
+        return STOPPED
+    except Exception as error:  # noqa: B902 - anything else is a bug, not bad input
+        print(f'identify estimate: internal error (a bug in robot_dynamics, not a problem '
+              f'of the data; please report it): {type(error).__name__}: '
+              f'{first_line(error)}{_innermost_frame(error)}', file=sys.stderr)
+        return BUG
+
+
+def _innermost_frame(error):
+    """' (at file.py:line)' of where `error` was raised ('' without a traceback)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ''
+    last = frames[-1]
+    return f' (at {os.path.basename(last.filename)}:{last.lineno})'
+
+
+# ---------------------------------------------------------------------- the estimate
 
 
 class Errors(NamedTuple):
@@ -43,25 +174,17 @@ def _columns(pieces):
 def identify(prior, pieces, effort_timing='instant', offset=False, friction=None,
              payload_pieces=None, payload=None, essential_ratio=100.0,
              accelerations='auto'):
-    """Estimate from [(t, q, qd, tau)] gap-free recordings (with effort offsets, the
-    friction laws `friction`, drive gains from `payload_pieces` recorded with `payload`,
-    q̈ from `accelerations`); ValueError for data that cannot be used (e.g. too short to
-    filter)."""
+    """identification.arm.identify_arm's result (`ArmIdentification`) from [(t, q, qd,
+    tau)] gap-free recordings (with effort offsets, the friction laws `friction`, drive
+    gains from `payload_pieces` recorded with `payload`, q̈ from `accelerations`);
+    RecordingError for data that cannot be used (e.g. too short to filter)."""
     t, q, qd, tau = _columns(pieces)
     extra = {}
     if payload_pieces is not None:
         extra = dict(payload_recording=_columns(payload_pieces), payload=payload)
-    result = arm_identification.identify_arm(prior, t, q, qd, tau, offset=offset,
-                                             friction=friction, effort_timing=effort_timing,
-                                             essential_ratio=essential_ratio,
-                                             accelerations=accelerations, **extra)
-    return Estimate(result.model, int(result.samples), int(result.raw_samples),
-                    float(result.condition_number), list(result.not_excited),
-                    str(result.fixed), list(result.consistency), dict(result.timing),
-                    result.offset, result.drive_gain, result.uncertainty,
-                    tuple(result.friction_model), result.stribeck_velocity,
-                    result.accelerations, dict(result.acceleration_fit),
-                    bool(result.velocities_recorded), dict(result.drive_fit))
+    return arm.identify_arm(prior, t, q, qd, tau, offset=offset, friction=friction,
+                            effort_timing=effort_timing, essential_ratio=essential_ratio,
+                            accelerations=accelerations, **extra)
 
 
 def errors(model, pieces, effort_timing='instant', drive_gain=None,
@@ -70,16 +193,14 @@ def errors(model, pieces, effort_timing='instant', drive_gain=None,
     efforts predicted as τ / drive_gain + the model's effort offset; q̈ from
     `accelerations`, as the estimate took it)."""
     t, q, qd, tau = _columns(pieces)
-    rms, relative = arm_identification.validation_errors(model, t, q, qd, tau,
-                                                         effort_timing=effort_timing,
-                                                         drive_gain=drive_gain,
-                                                         accelerations=accelerations)
+    rms, relative = arm.validation_errors(model, t, q, qd, tau, effort_timing=effort_timing,
+                                          drive_gain=drive_gain, accelerations=accelerations)
     return Errors(np.asarray(rms, dtype=float), np.asarray(relative, dtype=float))
 
 
 def overrides(model):
     """The robot keys of the parameter file (nested dict)."""
-    return arm_identification.robot_params_overrides(model)
+    return arm.robot_params_overrides(model)
 
 
 def uninformative_efforts(model, joints, pieces, scaled=False):
@@ -125,3 +246,214 @@ def uninformative_efforts(model, joints, pieces, scaled=False):
                 'mock effort interface?); efforts in other units need their drive gains '
                 '(--payload-bag, --payload)')
     return None
+
+
+# ---------------------------------------------------------------------- the recordings
+
+
+def read_recordings(bags, joints, topic):
+    """The JointStateRecordings of `bags`; InputError (one line) for a bad one."""
+    recordings = []
+    for bag in bags:
+        try:
+            recordings.append(read_joint_states(bag, joints, topic))
+        except BagError as error:
+            raise InputError(str(error)) from None
+    return recordings
+
+
+def held_out(recordings, fraction=HELD_OUT):
+    """(estimation recordings, validation recordings): the last `fraction` of all samples
+    (in the order given) kept for validation."""
+    total = sum(len(r) for r in recordings)
+    keep = int(round((1.0 - fraction) * total))
+    estimation, validation = [], []
+    for recording in recordings:
+        if keep >= len(recording):
+            estimation.append(recording)
+        elif keep <= 0:
+            validation.append(recording)
+        else:
+            first, last = recording.split(keep / len(recording))
+            estimation.append(first)
+            validation.append(last)
+        keep -= len(recording)
+    return estimation, validation
+
+
+def pieces(recordings):
+    """The gap-free runs of samples of all recordings: [(t, q, qd, tau)]."""
+    return [(r.t[s], r.q[s], r.qd[s], r.tau[s]) for r in recordings for s in r.segments()]
+
+
+def effort_timing(args, recordings, out=print):
+    """The effort timing: --effort-timing, else the one the bags were recorded with
+    (`identify excite` writes it into their metadata), else instant; InputError when the
+    bags disagree."""
+    if args.effort_timing is not None:
+        return args.effort_timing
+    found = {r.custom_data.get(EFFORT_TIMING_KEY) for r in recordings} - {None}
+    unknown = found - set(EFFORT_TIMINGS)
+    if unknown:
+        raise InputError(f'the bags\' metadata: {EFFORT_TIMING_KEY}: {sorted(unknown)} is '
+                         f'not one of {", ".join(EFFORT_TIMINGS)}; give --effort-timing')
+    if len(found) > 1:
+        raise InputError(f'the bags were recorded with different effort timings '
+                         f'{sorted(found)}; estimate them separately or give --effort-timing')
+    if found:
+        timing = found.pop()
+        writers = sorted({str(r.custom_data[RECORDED_BY_KEY]) for r in recordings
+                          if r.custom_data.get(RECORDED_BY_KEY)})
+        by = (' and '.join(f'`{w}`' for w in writers) if writers
+              else 'the command that recorded them')
+        out(f'effort timing: {timing} (from the bags\' metadata, written by {by})')
+        return timing
+    return 'instant'
+
+
+def estimate(args, out=print):
+    """`identify estimate`; returns the exit status. Prints its report with `out`; raises
+    InputError (exit status 2) for bad input."""
+    started = time.monotonic()
+    model, joints, notes = prior_model(args.params_files, args.node)
+    for note in notes:
+        out(f'prior model: {note}')
+    out(f'prior model: {model!r} from {" ".join(args.params_files)}; joints {list(joints)}')
+    recordings = read_recordings(args.bags, joints, args.topic)
+    if args.validate is not None:
+        validation = read_recordings([args.validate], joints, args.topic)
+        estimation = recordings
+        held = args.validate
+    else:
+        estimation, validation = held_out(recordings)
+        held = f'the last {HELD_OUT:.0%} of the samples, held out'
+    for recording in recordings + (validation if args.validate is not None else []):
+        out(recording.summary())
+        for note in recording.notes:
+            out(f'  {note}')
+    read_time = time.monotonic() - started
+    timing = effort_timing(args, recordings + (validation if args.validate else []), out)
+    arm.require_estimator_libraries()
+    friction = getattr(args, 'friction', None)
+    if friction is not None and len(friction) not in (1, model.n):
+        raise InputError(f'--friction: expected 1 or {model.n} laws, got {len(friction)}')
+    friction = friction[0] if friction is not None and len(friction) == 1 else friction
+    if isinstance(friction, list) and 'auto' in friction:
+        raise InputError('--friction auto: one law for every joint (auto alone)')
+    if friction is None and 'friction_model' not in layered_parameters(
+            args.params_files, args.node)[0]:
+        friction = 'auto'
+    offset = getattr(args, 'offset', None)
+    options = dict(offset='auto' if offset is None else offset, friction=friction,
+                   essential_ratio=getattr(args, 'essential_ratio', 100.0),
+                   accelerations=getattr(args, 'accelerations', 'auto'))
+    if getattr(args, 'payload_bags', None):
+        payload_recordings = read_recordings(args.payload_bags, joints, args.topic)
+        for recording in payload_recordings:
+            out(f'with the payload: {recording.summary()}')
+        values = list(args.payload)
+        options.update(payload_pieces=pieces(payload_recordings), payload={
+            'mass': values[0], 'com': values[1:4],
+            'inertia': values[4:10] if len(values) == 10 else [0.0] * 6})
+    useless = uninformative_efforts(model, joints, pieces(recordings),
+                                         scaled=bool(getattr(args, 'payload_bags', None)))
+    if useless is not None:
+        raise InputError(f'{" ".join(args.bags)}: {useless}; nothing written')
+    try:
+        result = identify(model, pieces(estimation), timing, **options)
+    except arm.RecordingError as error:
+        raise InputError(f'the estimation data: {error}') from None
+    except RuntimeError as error:     # e.g. the solver failed: one line, status 1
+        raise EstimationError(f'the estimation failed: {type(error).__name__}: '
+                              f'{first_line(error)}') from None
+    out(f'estimation: {result.raw_samples} samples read, {result.samples} used after '
+        f'filtering and decimation; condition number {result.condition_number:.4g}')
+    out(acceleration_line(result))
+    line = drive_choice_line(result)
+    if line:
+        out(line)
+    if result.not_excited:
+        out(f'not excited: the data do not determine {"; ".join(result.not_excited)}. '
+            f'Nothing written to {args.output}: record a longer or richer motion (e.g. '
+            '`identify excite`) and estimate again')
+        return NOT_EXCITED
+    out(f'unidentifiable directions: {result.fixed}')
+    out('physically consistent: ' + ('yes (every link\'s pseudo-inertia positive definite; '
+                                     'armature and friction >= 0)' if not result.consistency
+                                     else 'NO: ' + '; '.join(result.consistency)))
+    inconsistent = bool(result.consistency)
+    if inconsistent and not getattr(args, 'write_inconsistent', False):
+        out(f'not physically consistent: nothing written to {args.output} (a model with '
+            'such bodies is no arm; check that the efforts are the joint efforts, their '
+            'sign, units and timing; --write-inconsistent writes it anyway, for inspection)')
+        return NOT_CONSISTENT
+    try:
+        prior_errors = errors(model, pieces(validation), timing,
+                                   accelerations=result.accelerations)
+        identified_errors = errors(result.model, pieces(validation), timing,
+                                        result.drive_gain, result.accelerations)
+    except arm.RecordingError as error:
+        raise InputError(f'the validation data ({held}): {error}') from None
+    out(f'validation on {held}: effort error per joint (RMS of measured - predicted; '
+        'relative: / RMS measured effort)')
+    out(format_table(joints, [
+        ('RMS error, prior [N m | N]', prior_errors.rms, 'g'),
+        ('RMS error, identified [N m | N]', identified_errors.rms, 'g'),
+        ('relative error, prior', prior_errors.relative, '%'),
+        ('relative error, identified', identified_errors.relative, '%')]))
+    threshold = getattr(args, 'relative_std_threshold', 20.0) / 100.0
+    for line in drive_lines(joints, result):
+        out(line)
+    for line in uncertainty_lines(result.uncertainty, threshold):
+        out(line)
+    section = args.output_section or '/**/' + args.node.strip('/')
+    write_parameter_file(args.output, overrides(result.model), args, result, held,
+                         prior_errors, identified_errors, timing, section, inconsistent)
+    report = getattr(args, 'report', None) or report_path(args.output)
+    write_report(report, joints, result, threshold, args)
+    stages = ', '.join(f'{name} {seconds:.2f} s' for name, seconds in result.timing.items())
+    out(f'time: {time.monotonic() - started:.1f} s (reading {read_time:.2f} s, {stages})')
+    out(f'wrote {report}: the base parameters\' uncertainty and the essential parameters')
+    if inconsistent:
+        out(f'wrote {args.output} (section {section}): NOT physically consistent, for '
+            'inspection only (--write-inconsistent): the nodes refuse to load it unless '
+            'robot.accept_nonphysical_inertia is true; do not control the arm with it')
+        return NOT_CONSISTENT
+    files = ' '.join(f'--params-file {path}' for path in args.params_files)
+    out(f'wrote {args.output} (section {section}): load it after the robot\'s files, '
+        f'{files} --params-file {args.output}')
+    return 0
+
+
+def acceleration_line(result):
+    """Where the accelerations came from, and why, in one line."""
+    words = {'velocity': 'the derivative of the recorded velocities',
+             'position': 'the second derivative of the recorded positions'}
+    chosen = result.accelerations
+    fit = getattr(result, 'acceleration_fit', None) or {}
+    if not getattr(result, 'velocities_recorded', True):
+        return (f'accelerations: {words[chosen]} (no velocities recorded, or none '
+                "measured: the velocities are the positions' derivative too)")
+    if chosen not in fit or len(fit) < 2:
+        return f'accelerations: {words[chosen]} (--accelerations {chosen})'
+    other = next(source for source in fit if source != chosen)
+    return (f'accelerations: {words[chosen]}: a least-squares fit leaves '
+            f'{100 * fit[chosen]:.3g} % of the efforts unexplained with them, '
+            f'{100 * fit[other]:.3g} % with {words[other]} (--accelerations to choose)')
+
+
+def drive_choice_line(result):
+    """The friction law and offsets chosen from the data, and the alternatives' held-out
+    residuals, in one line ('' when both were given)."""
+    fit = getattr(result, 'drive_fit', None) or {}
+    if not fit.get('scores'):
+        return ''
+    law, offset = fit['chosen']
+
+    def name(candidate):
+        return candidate[0] + (' + offsets' if candidate[1] else '')
+    others = ', '.join(f'{name(c)} {100 * v:.4g} %' for c, v in fit['scores'].items())
+    return (f'friction law and offsets: {name(fit["chosen"])}, chosen from the data: the '
+            f'held-out share of the efforts a least-squares fit leaves unexplained '
+            f'({fit["folds"]} blocks, each predicted from the others): {others} '
+            '(--friction, --offset / --no-offset to choose)')

@@ -26,10 +26,13 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from robot_dynamics.joint_state_bag import BagError, JointStateBagWriter
+from robot_dynamics.identification.arm import optimal_excitation
+from robot_dynamics.identification.recordings import BagError, JointStateBagWriter
 from robot_dynamics.nodes.trajectories import goal_sender
 from robot_dynamics.nodes.excite import ExcitationSender
 from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.nodes.identify.common import (EFFORT_TIMING_KEY, missing_libraries,
+                                                  NOT_ENDED, RECORDED_BY_KEY, STOPPED)
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
@@ -39,8 +42,6 @@ SAMPLE_PERIOD = 0.02        # s between the trajectory points sent (the controll
 #                             interpolates between them with their velocities and accelerations)
 RECORD_DEPTH = 10000        # messages the recorder's queue holds while the executor is busy
 PLANT_NODE = 'plant_simulator'   # this package's plant: its efforts are held_before
-NOT_ENDED = 1
-STOPPED = 130
 
 
 class ExcitationRecorder(ExcitationSender):
@@ -161,8 +162,6 @@ class ExcitationRecorder(ExcitationSender):
         return 'instant', f'{self.states_topic} is published by {self.publishers_ or "?"}'
 
     def write_bag(self, folder, timing='instant'):
-        from robot_dynamics.nodes.identification.common import (EFFORT_TIMING_KEY,
-                                                                RECORDED_BY_KEY)
         recorder = getattr(self, 'RECORDED_BY', 'identify excite')
         with JointStateBagWriter(folder, topic=self.states_topic,
                                  custom_data={EFFORT_TIMING_KEY: timing,
@@ -288,7 +287,6 @@ def run(node, options):
         return STOPPED
     if node.error:
         return 1
-    from robot_dynamics.arm_identification import optimal_excitation
     start = np.array([node._latest[j] for j in node.joints])
     planning = time.monotonic()
     try:
@@ -335,7 +333,6 @@ def run(node, options):
 
 def run_excite(argv, options):
     """main() of `identify excite`: argv (with the ROS arguments) initialises rclpy."""
-    from robot_dynamics.nodes.identification.common import missing_libraries
     missing = missing_libraries(('scipy.optimize', 'rosbags'))
     if missing:         # said before anything moves: planning needs scipy, the bag rosbags
         rclpy.logging.get_logger(NODE_NAME).error(f'identify excite {missing}')
