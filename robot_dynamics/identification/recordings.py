@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 __all__ = ['BagError', 'JointStateRecording', 'JointStateBagWriter', 'read_joint_states',
            'write_joint_states', 'JOINT_STATE_TYPE', 'DEFAULT_TOPIC']
@@ -196,7 +197,6 @@ def read_joint_states(folder, joints, topic=None):
 def _custom_data(folder):
     """The bag's metadata custom_data (rosbag2 format 6 and later; {} without or when the
     metadata cannot be read as YAML: rosbags has read it already)."""
-    import yaml
     try:
         with open(os.path.join(folder, 'metadata.yaml'), encoding='utf-8') as stream:
             metadata = yaml.safe_load(stream)

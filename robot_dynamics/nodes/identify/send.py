@@ -24,14 +24,14 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from robot_dynamics import dynamics
+from robot_dynamics.nodes.common import trajectory_client
 from robot_dynamics.nodes.common.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
+from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.identification.recordings import BagError, read_joint_states
 from robot_dynamics.nodes.identify import plan as identify_plan
 from robot_dynamics.nodes.identify.common import missing_libraries, NOT_ENDED, STOPPED
 from robot_dynamics.nodes.identify.excite import ExcitationRecorder
-from robot_dynamics.nodes.send_trajectory import trajectory_message
-from robot_dynamics.nodes.trajectories import goal_sender
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify_plan'
@@ -65,7 +65,7 @@ class PlanSender(Node):
         self._recording = False
         self._recorder = None
         self.action_name = options.send
-        self.action = goal_sender.ActionClient(self, goal_sender.FollowJointTrajectory,
+        self.action = trajectory_client.ActionClient(self, trajectory_client.FollowJointTrajectory,
                                                self.action_name)
         self.executor_ = SingleThreadedExecutor(context=self.context)
         self.executor_.add_node(self)
@@ -98,15 +98,7 @@ class PlanSender(Node):
 
     def find_server(self, timeout):
         """True once the action server is there and has had time to see us."""
-        deadline = time.monotonic() + timeout
-        seen = None
-        while time.monotonic() < deadline and self.running():
-            if self.action.server_is_ready():
-                seen = seen or time.monotonic()
-                if time.monotonic() - seen >= goal_sender.SERVER_GRACE:
-                    return True
-            self.spin()
-        return False
+        return trajectory_client.find_server(self.action, timeout, self.running, self.spin)
 
 
 def goal_trajectory(plan):
@@ -197,7 +189,7 @@ def run(node, options, model, joints, workspace):
     node.stop_recording()
     # an aborted goal moved the arm too (e.g. a path tolerance, limits the controller
     # enforces): the recording is kept, for the user to judge
-    if code not in (0, goal_sender.FAILED) or options.record is None:
+    if code not in (0, trajectory_client.FAILED) or options.record is None:
         return code
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
@@ -254,8 +246,8 @@ def recorded_ranges(folder, joints, plan, topic):
 def send(argv, options, model, joints, workspace):
     """`identify plan --send`: argv (with the ROS arguments) initialises rclpy."""
     log = rclpy.logging.get_logger(NODE_NAME)
-    if goal_sender.UNAVAILABLE is not None:
-        log.error(f'--send: {goal_sender.UNAVAILABLE} (build control_msgs, or send the '
+    if trajectory_client.UNAVAILABLE is not None:
+        log.error(f'--send: {trajectory_client.UNAVAILABLE} (build control_msgs, or send the '
                   '--output file with `ros2 action send_goal`: doc/identification.md)')
         return NOT_ENDED
     missing = missing_libraries(('scipy.optimize',) + (('rosbags',) if options.record
