@@ -60,13 +60,14 @@ derivative; by default the one the estimation data fit better (printed), also us
 validation errors.
 
 Exit status: 0 done; 1 (excite) no controller, no /joint_states or no subscriber within
---timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy or
-cvxpy is missing (the line says what to pip install); 2 bad arguments or bad input (a missing bag, no
-JointState topic, joints missing, no efforts or efforts without information (0, constant,
-far below the gravity torques), too short, a bad parameter file, rosbags missing); 3
-(estimate) the data do not excite the parameters (nothing written; which ones is printed),
-(excite) the goal was refused; 4 (estimate) the estimate is not physically consistent
-(nothing written unless --write-inconsistent), (excite) the goal was aborted or canceled;
+--timeout, or the motion did not end, (estimate) the estimation failed (the solver) or scipy
+or cvxpy is missing (the line says what to pip install); 2 bad arguments or bad input (a
+missing bag, no JointState topic, joints missing, no efforts or efforts without
+information (0, constant, far below the gravity torques), too short, a bad parameter file,
+rosbags missing); 3 (estimate) the data do not excite the parameters (nothing written;
+which ones is printed), (excite) the goal was refused; 4 (estimate) the estimate is not
+physically consistent (nothing written unless --write-inconsistent), (excite) the goal was
+aborted or canceled;
 70 (estimate) an internal error: a bug, not bad data (one line; please report it);
 130 stopped (Ctrl-C, SIGTERM).
 `plan`: 0 done; 1 no /joint_states or action server within --timeout, the arm moved while

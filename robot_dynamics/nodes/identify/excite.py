@@ -69,8 +69,8 @@ class ExcitationRecorder(ExcitationSender):
         self.create_subscription(String, f'{controller}/status', self._on_status, latched)
         self.action_name = f'{controller}/{trajectory_client.ACTION_NAME}'
         self.action = (None if trajectory_client.UNAVAILABLE is not None else
-                       trajectory_client.ActionClient(self, trajectory_client.FollowJointTrajectory,
-                                                self.action_name))
+                       trajectory_client.ActionClient(
+                           self, trajectory_client.FollowJointTrajectory, self.action_name))
         self.executor_ = SingleThreadedExecutor(context=self.context)
         self.executor_.add_node(self)
 

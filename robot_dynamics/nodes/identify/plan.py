@@ -55,7 +55,7 @@ class Plan(NamedTuple):
     q: np.ndarray            # (K, n) positions, velocities, accelerations
     qd: np.ndarray
     qdd: np.ndarray
-    excitation: object       # the arm_identification.Excitation
+    excitation: object       # the identification.arm.Excitation
     seconds: float           # planning time
     notes: list              # what the planner changed (one line each)
 
@@ -329,7 +329,8 @@ def plan_and_write(options, model, joints, workspace, start, origin, out=print):
 def run_plan(argv, options, send):
     """main() of `identify plan`: the exit status. With --send, `send(argv, options, model,
     joints, workspace)` (robot_dynamics.nodes.identify.send.send, which imports this
-    module: passed in by the command line, so that the imports go one way) sends it; argv (with the ROS arguments) initialises rclpy."""
+    module: passed in by the command line, so that the imports go one way) sends it; argv
+    (with the ROS arguments) initialises rclpy."""
     try:
         workspace = check_arguments(options)
         model, joints, others = robot(options)

@@ -65,8 +65,8 @@ class PlanSender(Node):
         self._recording = False
         self._recorder = None
         self.action_name = options.send
-        self.action = trajectory_client.ActionClient(self, trajectory_client.FollowJointTrajectory,
-                                               self.action_name)
+        self.action = trajectory_client.ActionClient(
+            self, trajectory_client.FollowJointTrajectory, self.action_name)
         self.executor_ = SingleThreadedExecutor(context=self.context)
         self.executor_.add_node(self)
 
