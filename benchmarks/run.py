@@ -40,7 +40,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from robot_dynamics import _fast_numba, codegen, dynamics, integration, kinematics  # noqa: E402,I100
+from robot_dynamics import dynamics  # noqa: E402,I100
+from robot_dynamics.dynamics import _fast_numba, codegen, kinematics  # noqa: E402,I100
+from robot_dynamics.simulation import integration  # noqa: E402,I100
 from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
@@ -330,7 +332,7 @@ def mujoco_row(table, model, repeats):
     the same compiled model, sampled alternately; skipped without mujoco."""
     try:
         import mujoco
-        from robot_dynamics import mujoco_engine
+        from robot_dynamics.simulation import mujoco_engine
     except ImportError:
         print('# MuJoCo row skipped: it needs mujoco (pip install mujoco)')
         return
@@ -457,12 +459,12 @@ def compile_times():
     """Seconds to compile (or load) the numba kernels in a fresh process: cold (an empty
     cache directory), then cached; first the one-state inverse dynamics alone (it also
     pays numba's start-up), then the other one-state kernels, then the batch kernels."""
-    code = ('import time; from robot_dynamics import _numba_loops as L\n'
+    code = ('import time; from robot_dynamics.dynamics import _numba_loops as L\n'
             't = time.perf_counter()\n'
             'for group in ({first}, {one}, {batch}):\n'
             '    L.compile_kernels(group); print(time.perf_counter() - t)\n'
             '    t = time.perf_counter()\n')
-    from robot_dynamics import _numba_loops
+    from robot_dynamics.dynamics import _numba_loops
     names = list(_numba_loops.ENTRIES)
     one = [k for k in names if k.endswith('_one') and k != 'rnea_one']
     batch = [k for k in names if k.endswith('_batch')]

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q = np.array([0.3, -0.4, 0.5, 0.2, -0.6, 0.7])
 DEFAULTS = {name: default for name, default, _ in THRESHOLDS}
-CONTROLLER_KEYS = {'control mode', 'achieved rate [Hz]', 'cycle time mean [ms]',
+CONTROLLER_KEYS = {'control mode', 'control law', 'achieved rate [Hz]', 'cycle time mean [ms]',
                    'cycle time max [ms]', 'late cycles', 'watchdog', 'saturated joints',
                    'dynamics backend', 'model source'}
 PLANT_KEYS = {'mode', 'achieved rate [Hz]', 'cycle time mean [ms]', 'cycle time max [ms]',
@@ -195,6 +195,8 @@ def test_both_nodes_publish_about_once_a_second_with_the_documented_keys():
             assert keys <= set(values(last)), (name, keys - set(values(last)))
             assert values(last)['dynamics backend'] == dynamics.get_backend()
             assert values(last)['model source'].startswith('dh (standard DH')
+            if name.startswith('computed_torque_controller'):
+                assert values(last)['control law'] == 'computed_torque'
             assert float(values(last)['achieved rate [Hz]']) > 0.0   # the loop closed
             assert level(last) in (OK, WARN, ERROR) and last.message
         assert controller.cycle_monitor.period == pytest.approx(0.01)   # 100 Hz timer

@@ -3,6 +3,8 @@
 Each cycle: sample the reference (q_d, q̇_d, q̈_d) of the current trajectory and publish
 τ = inverse_dynamics(q, q̇, q̈_d + Kd(q̇_d − q̇) + Kp(q_d − q)) ([LEE] eq. 4.4: one
 Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order.
+The live parameter `control_law` switches to gravity compensation, joint or Cartesian
+impedance (nodes/common/control_laws.py, doc/control-laws.md).
 Interfaces: README "Topics and parameters"; parameters: doc/parameters.md; failure behaviour:
 doc/safety.md.
 """
@@ -26,6 +28,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import ComputedTorqueLaw, saturate
 from robot_dynamics.nodes.trajectories import follow_joint_trajectory, speed_scaling
+from robot_dynamics.nodes.common import control_laws
+from robot_dynamics.nodes.common.cartesian_topics import CartesianTopics
 from robot_dynamics.nodes.common.command_controller import CommandControllerCheck
 from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measured
 from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
@@ -117,9 +121,9 @@ def doubles(values):
 
 
 class LawSwap:
-    """A new (law, effort limits), built in the parameter callback and taken by the next
-    control cycle, so that gains, limits and payload change together between two cycles;
-    only the latest accepted change is kept.
+    """A new (law, effort limits, law settings), built in the parameter callback and taken
+    by the next control cycle, so that the law, gains, limits and payload change together
+    between two cycles; only the latest accepted change is kept.
 
     A payload change is cheap: the new model shares the compiled kernels of the old one
     (the last body's inertial parameters are runtime inputs of the generated code), and one
@@ -129,15 +133,13 @@ class LawSwap:
         self._lock = threading.Lock()
         self._ready = None
 
-    def request(self, model, kp, kd, limits):
-        law = ComputedTorqueLaw(model, kp, kd)
-        zero = np.zeros(model.n)
-        law.effort(zero, zero, zero, zero, zero)        # binds the new model's kernels now
+    def request(self, model, kp, kd, limits, settings):
+        law = control_laws.build_law(model, kp, kd, settings)   # binds the kernels now
         with self._lock:
-            self._ready = (law, limits)
+            self._ready = (law, limits, settings)
 
     def take(self):
-        """The latest built (law, limits), or None."""
+        """The latest built (law, limits, settings), or None."""
         if self._ready is None:
             return None
         with self._lock:
@@ -179,7 +181,7 @@ class ComputedTorqueController(Node):
         self.model, self.joints = model, joints
         self._declare_parameters()
         self._swap = LawSwap()
-        self._target = (self.law.model, self.law.kp, self.law.kd, self.effort_limits)
+        self._target = (self.law.model, *self._gains, self.effort_limits, self.law_settings)
         n = self.model.n
         self._index = {name: i for i, name in enumerate(self.joints)}
         self._q = np.zeros(n)
@@ -249,12 +251,22 @@ class ComputedTorqueController(Node):
         law_model = (self.model if self.compensate_gravity
                      else self.model.with_gravity((0.0, 0.0, 0.0)))
         self.law = ComputedTorqueLaw(law_model, kp, kd)
+        self._gains = (kp, kd)          # of computed_torque, whichever law is in effect
         zero = np.zeros(n)
         self.law.effort(zero, zero, zero, zero, zero)   # generates the kernels now, not in
         #                                                 the first control cycle
         self.effort_limits = effort_limit_vector('effort_limits', declare(
             self, 'effort_limits', None, 'per joint effort limits [N m | N], > 0 and at most '
             'robot.effort_max; empty: robot.effort_max (none given: unlimited)'), self.model)
+        self.law_settings = control_laws.declare_parameters(self, self.model)
+        self.control_law = self.law_settings['control_law']     # the latest accepted
+        self._law_name = 'computed_torque'                      # the one in effect
+        self._rate_limit = None         # an EffortRateLimit, or None: nothing per cycle
+        if self.control_law != 'computed_torque':
+            self._use_law(control_laws.build_law(law_model, kp, kd, self.law_settings),
+                          self.law_settings, math.inf)
+        else:
+            self._set_rate_limit(self.law_settings)
         self.state_timeout = as_float('state_timeout', declare(
             self, 'state_timeout', 0.1, 'zero effort when a controlled joint has not been '
             'heard from for this long [s of node clock]; 0 = never', minimum=0.0,
@@ -310,7 +322,7 @@ class ComputedTorqueController(Node):
     def _on_set_parameters(self, parameters):
         """Validate live changes (all or none are accepted); gains, effort limits and payload
         are built into a new law here and take effect together at the next control cycle."""
-        model, kp, kd, limits = self._target
+        model, kp, kd, limits, settings = self._target
         payload = {}
         scalars = {}
         flags = {}
@@ -331,12 +343,15 @@ class ComputedTorqueController(Node):
                     flags[name] = as_bool(name, value)
             if payload:
                 model = payload_model(model, payload)
+            settings = control_laws.updated(settings, parameters, model)
+            target = (model, kp, kd, limits, settings)
+            if any(new is not old for new, old in zip(target, self._target)):
+                self._swap.request(model, kp, kd, limits, settings)
         except (ConfigurationError, TypeError, ValueError) as error:
             return SetParametersResult(successful=False, reason=str(error))
-        target = (model, kp, kd, limits)
-        if any(new is not old for new, old in zip(target, self._target)):
-            self._swap.request(model, kp, kd, limits)
+        if target is not self._target:
             self._target = target
+            self.control_law = settings['control_law']
         self.state_timeout = scalars.get('state_timeout', self.state_timeout)
         self.goal_tolerance = scalars.get('constraints.goal_tolerance', self.goal_tolerance)
         self.stopped_velocity_tolerance = scalars.get(
@@ -397,6 +412,7 @@ class ComputedTorqueController(Node):
         self._topic_tolerances = TopicTrajectoryTolerances(self)   # on topic trajectories
         speed_scaling.attach(self)                          # ~/speed_scaling_input
         self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
+        self._cartesian = CartesianTopics(self)     # ~/target_pose, ~/tool_pose
 
     def spin_on_state(self, executor, running=None):
         """The controller executable's loop in on_state mode, instead of `executor`: wait
@@ -591,6 +607,10 @@ class ComputedTorqueController(Node):
             self._warn('joint_trajectory rejected: not all controlled joints seen on '
                        '/joint_states yet')
             return
+        refusal = self.trajectory_refusal()
+        if refusal is not None:
+            self._warn(f'joint_trajectory rejected: {refusal}')
+            return
         now = self._now()
         try:
             command, note = self.feasibility.accept(TrajectoryCommand.from_message(msg), now)
@@ -627,7 +647,7 @@ class ComputedTorqueController(Node):
         if self._stale or t < self._last_t:
             self._resync(t)
         self._last_t = t
-        self._take_new_law()
+        self._take_new_law(t)
         if self.cmd_timeout > 0.0 and self.sampler.command_timed_out(
                 t, self._effective_cmd_timeout()):
             self._command_timed_out(t)
@@ -644,6 +664,8 @@ class ComputedTorqueController(Node):
                                     throttle_duration_sec=THROTTLE)
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
+        if self._rate_limit is not None:    # effort_rate_limit, after the effort limits
+            tau = self._rate_limit.limit(tau, t)
         self._publish_command(tau)          # first: the reaction latency ends here
         self.identification.record(t, self._q, self._qd, tau, (
             reference.positions, reference.velocities, reference.accelerations))
@@ -666,11 +688,21 @@ class ComputedTorqueController(Node):
         trajectory is abandoned), so the reference never jumps to an old one."""
         self._stale = False
         self.sampler.hold(self._q.copy(), t)
+        self._restarted()
         self._goal_reached = None
         self._action.preempt('aborted: /joint_states lost or time went back; holding the '
                              'measured position')
         self.get_logger().warning('/joint_states back (or time went back): holding the '
                                   'measured position; send a new trajectory to move')
+
+    def _restarted(self):
+        """Holding from the measured state (first cycle, re-synchronised): a Cartesian law
+        at the measured tool pose; the rate limit starts from the first effort (a ramp from
+        a zero effort would let the arm fall)."""
+        if isinstance(self.law, control_laws.CartesianLaw):
+            self.law.hold(self._q)
+        if self._rate_limit is not None:
+            self._rate_limit.reset()
 
     def _command_timed_out(self, t):
         """cmd_timeout after the last point (JTC): stop from the measured state."""
@@ -682,13 +714,32 @@ class ComputedTorqueController(Node):
         self._goal_reached = None
         self._action.preempt(f'aborted: {text}', GOAL_TOLERANCE_VIOLATED)
 
-    def _take_new_law(self):
+    def _take_new_law(self, t):
         ready = self._swap.take()
         if ready is not None:
-            self.law, self.effort_limits = ready
+            law, self.effort_limits, settings = ready
+            self._use_law(law, settings, t)
             self.get_logger().info(
                 f'new gains/effort limits/payload in effect (payload '
                 f'{self.law.model.payload.mass:g} kg)')
+
+    def _use_law(self, law, settings, t):
+        """`law` in effect from the cycle at time t (control_laws.switched: no jump)."""
+        old, old_name = self.law, self._law_name
+        self.law, self.law_settings = law, settings
+        self._law_name = settings['control_law']
+        if getattr(self, '_ready', False):
+            control_laws.switched(self, old, law, old_name, self._law_name, t)
+        self._set_rate_limit(settings)
+
+    def _set_rate_limit(self, settings):
+        rate = settings['effort_rate_limit']
+        self._rate_limit = (None if rate is None else
+                            control_laws.EffortRateLimit(rate).carried_from(self._rate_limit))
+
+    def trajectory_refusal(self):
+        """Why a joint trajectory (topic or action goal) does not apply now, or None."""
+        return control_laws.refusal(self.control_law, 'trajectory')
 
     def _saturate(self, tau):
         """Clip to the effort limits; count the cycles and joints clipped and warn."""
@@ -712,6 +763,7 @@ class ComputedTorqueController(Node):
         self.sampler.hold(self._q.copy(), t)
         self._ready = True
         self._last_t = t
+        self._restarted()
         outside = self.sampler.describe_outside(self._q)
         if outside:
             self.get_logger().warning(
@@ -783,6 +835,8 @@ class ComputedTorqueController(Node):
         self._fill(output, stamp, (), (), tau)
         self._output_pub.publish(output)
         self._action.publish_state(stamp, reference, self._q, self._qd, tau)
+        if self._cartesian.wanted:
+            self._cartesian.publish_tool_pose(stamp)
 
     @staticmethod
     def _fill(msg, stamp, position, velocity, effort):

@@ -15,6 +15,13 @@ controller's quintic segments reproduce the profile exactly).
     python -m robot_dynamics.nodes.sim --duration 5 --robot panda
     python -m robot_dynamics.nodes.sim --duration 3 --csv run.csv --plot run.png
     python -m robot_dynamics.nodes.sim --duration 5 --ros-args -p state_timeout:=0.2
+    python -m robot_dynamics.nodes.sim --duration 5 --robot panda \
+        --control-law gravity_compensation --push 0 5 0 --push-duration 0.1
+
+--control-law runs the controller with another control law (doc/control-laws.md):
+joint_impedance follows the demo move, cartesian_impedance moves the tool 5 cm up through
+~/target_pose, gravity_compensation lets the arm float; --push FX FY FZ pushes the tip
+through the plant's ~/external_wrench (robot_dynamics.nodes.common.law_demo).
 
 The parameter files, layered per node (`parameter_files`; a later file wins, whatever
 section a value is under, doc/parameters-layering.md): the shipped node settings
@@ -70,7 +77,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.nodes.common import demo_plan
+from robot_dynamics.nodes.common import control_laws, demo_plan
+from robot_dynamics.nodes.common.law_demo import LawDemo
 from robot_dynamics.nodes.common.layering import EVERY_NODE, node_fqn, write_nodes_file
 from robot_dynamics.nodes.common.params_file import (check_params_files, error_source,
                                                      node_name_of, node_sections,
@@ -313,6 +321,15 @@ def parse_args(argv):
     parser.add_argument('--real-time-factor', type=float, default=None,
                         help='simulated s per wall s at most; 0 = as fast as possible '
                         '(default 1, or 0 with --duration)')
+    parser.add_argument('--control-law', choices=control_laws.LAWS, default=None,
+                        help='the controller\'s control_law (default: computed_torque): '
+                        'joint_impedance follows the demo move, cartesian_impedance moves '
+                        'the tool 5 cm up, gravity_compensation lets the arm float')
+    parser.add_argument('--push', type=float, nargs=3, metavar=('FX', 'FY', 'FZ'),
+                        default=None, help='a force on the tip [N, base frame] through the '
+                        f"plant's ~/external_wrench from {0.5:g} s of simulated time")
+    parser.add_argument('--push-duration', type=float, default=None,
+                        help='release the push after this many seconds (default: never)')
     parser.add_argument('--csv', metavar='PATH', default=None,
                         help='write the run as CSV: time [s], per joint q, q_ref, error '
                         '[rad | m] and effort [N m | N], one row per control cycle')
@@ -400,13 +417,22 @@ def build_nodes(args, context=None):
                                      if source else str(error)) from None
     try:
         add(PlantSimulator, 'plant_simulator', plant_overrides)
-        add(ComputedTorqueController, 'computed_torque_controller', sim_time)
+        law = getattr(args, 'control_law', None)
+        add(ComputedTorqueController, 'computed_torque_controller', sim_time + (
+            [Parameter('control_law', value=law)] if law else []))
         add(DemoMove, 'demo_move', sim_time + ([] if getattr(args, 'move_duration', None)
                                               is None else [Parameter(
                                                   'move_duration',
                                                   value=float(args.move_duration))]))
+        law = nodes[1].control_law
+        if law not in control_laws.JOINT_REFERENCE_LAWS:
+            nodes[-1].sent = True           # no joint move under this law
         nodes.append(TrackingSummary(context=context, record=bool(
             getattr(args, 'csv', None) or getattr(args, 'plot', None))))
+        push = getattr(args, 'push', None)
+        if law != 'computed_torque' or push is not None:
+            nodes[-1].law_demo = LawDemo(law, push, getattr(args, 'push_duration', None),
+                                         context=context, parameter_overrides=sim_time)
         refuse_timer_in_lockstep(*nodes[:2])
     except Exception:
         for node in nodes:
@@ -506,7 +532,8 @@ def run(args, context=None, wall_limit=None, running=None):
     plant, controller, demo, summary = build_nodes(args, context)
     summary.move = (demo.start, demo.goal, demo.duration)
     start = time.monotonic()
-    nodes = (plant, controller, demo, summary)
+    nodes = (plant, controller, demo, summary) + tuple(
+        node for node in [getattr(summary, 'law_demo', None)] if node is not None)
     executor = SingleThreadedExecutor(context=context)
     for node in nodes:
         executor.add_node(node)
@@ -794,6 +821,9 @@ def _run_locked(args, logger):
         return 1
     print(f'simulated {plant.sim_time:.3f} s')      # also after Ctrl-C
     print(summary.report())
+    law_demo = getattr(summary, 'law_demo', None)
+    if law_demo is not None and law_demo.report():
+        print(law_demo.report())
     if (args.csv or args.plot) and not write_outputs(args, summary, plant):
         return 1
     if stop.requested:

@@ -272,6 +272,7 @@ class ControllerDiagnostics(Diagnostics):
         node = self._node
         report.add('control mode', f'timer at {node.control_rate:g} Hz'
                    if node.control_mode == 'timer' else 'on_state')
+        report.add('control law', getattr(node, '_law_name', 'computed_torque'))
         lifecycle = getattr(node, 'lifecycle_state', None)
         if lifecycle is not None:
             report.add('lifecycle state', lifecycle)

@@ -199,6 +199,9 @@ class FollowJointTrajectoryInterface:
             raise TrajectoryRejected(f'the controller is {state} (activate it first)')
         if not node._ready:
             raise TrajectoryRejected('not all controlled joints seen on /joint_states yet')
+        refusal = node.trajectory_refusal()     # the control law takes no joint reference
+        if refusal is not None:
+            raise TrajectoryRejected(refusal)
         multi_dof = request.multi_dof_trajectory
         if multi_dof.joint_names or multi_dof.points:
             raise InvalidJoints(f'multi_dof_trajectory: joints {list(multi_dof.joint_names)}: '
