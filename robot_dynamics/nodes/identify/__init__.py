@@ -75,9 +75,11 @@ the motion was planned, a library missing; 2 bad input or a limit the motion wou
 (one line naming the joint or link point, the time and the limit); 3, 4, 130 as `excite`.
 
 Modules: `common` (the errors, exit statuses, bag metadata keys and defaults they share),
-`prior` (the prior model from layered parameter files), `estimate` (recordings, estimate,
+`prior` (the prior model from layered parameter files), `data` (the recordings, the
+held-out split, the effort timing), `estimate` (its options, the estimate and its
 validation), `report` (the printed tables, the report and the parameter file), `excite`,
-`plan` and `send` (`plan --send`); this module parses the command line.
+`plan` and `send` (`plan --send`, a ROS node like `excite`); this module parses the command
+line and runs the subcommand.
 """
 
 import argparse
@@ -90,7 +92,7 @@ from robot_dynamics.nodes.identify import estimate, plan
 from robot_dynamics.nodes.identify.common import (  # noqa: F401 - identify's names
     BAD_INPUT, BUG, CONTROLLER, EFFORT_TIMING_KEY, EFFORT_TIMINGS, EstimationError,
     EXCITATION_ITERATIONS, InputError, NOT_CONSISTENT, NOT_EXCITED, RECORDED_BY_KEY, STOPPED)
-from robot_dynamics.nodes.identify.estimate import (  # noqa: F401 - identify's names
+from robot_dynamics.nodes.identify.data import (  # noqa: F401 - identify's names
     held_out, HELD_OUT, pieces, read_recordings)
 from robot_dynamics.nodes.identify.prior import (  # noqa: F401 - identify's names
     layered_parameters, prior_model)

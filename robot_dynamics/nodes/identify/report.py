@@ -133,6 +133,40 @@ def _uncertainty_document(u, threshold, args):
                   f'{getattr(args, "essential_ratio", 100.0):g}.'}
 
 
+def acceleration_line(result):
+    """Where the accelerations came from, and why, in one line."""
+    words = {'velocity': 'the derivative of the recorded velocities',
+             'position': 'the second derivative of the recorded positions'}
+    chosen = result.accelerations
+    fit = getattr(result, 'acceleration_fit', None) or {}
+    if not getattr(result, 'velocities_recorded', True):
+        return (f'accelerations: {words[chosen]} (no velocities recorded, or none '
+                "measured: the velocities are the positions' derivative too)")
+    if chosen not in fit or len(fit) < 2:
+        return f'accelerations: {words[chosen]} (--accelerations {chosen})'
+    other = next(source for source in fit if source != chosen)
+    return (f'accelerations: {words[chosen]}: a least-squares fit leaves '
+            f'{100 * fit[chosen]:.3g} % of the efforts unexplained with them, '
+            f'{100 * fit[other]:.3g} % with {words[other]} (--accelerations to choose)')
+
+
+def drive_choice_line(result):
+    """The friction law and offsets chosen from the data, and the alternatives' held-out
+    residuals, in one line ('' when both were given)."""
+    fit = getattr(result, 'drive_fit', None) or {}
+    if not fit.get('scores'):
+        return ''
+    law, offset = fit['chosen']
+
+    def name(candidate):
+        return candidate[0] + (' + offsets' if candidate[1] else '')
+    others = ', '.join(f'{name(c)} {100 * v:.4g} %' for c, v in fit['scores'].items())
+    return (f'friction law and offsets: {name(fit["chosen"])}, chosen from the data: the '
+            f'held-out share of the efforts a least-squares fit leaves unexplained '
+            f'({fit["folds"]} blocks, each predicted from the others): {others} '
+            '(--friction, --offset / --no-offset to choose)')
+
+
 # ---------------------------------------------------------------------- the output file
 
 
