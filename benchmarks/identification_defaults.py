@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import read_joint_states  # noqa: E402
 from robot_dynamics.nodes.identify import pieces, prior_model  # noqa: E402
 
 

@@ -37,8 +37,10 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
 import realistic_recordings as rr  # noqa: E402
-from robot_dynamics import arm_identification as ai, dynamics  # noqa: E402
-from robot_dynamics.joint_state_bag import JointStateBagWriter, read_joint_states  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import (  # noqa: E402
+    JointStateBagWriter, read_joint_states)
 from robot_dynamics.nodes.identify import pieces  # noqa: E402
 
 # Gaz et al.'s identified friction per joint (their Table, also in config/panda.yaml):

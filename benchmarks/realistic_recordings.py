@@ -46,9 +46,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from robot_dynamics import dynamics  # noqa: E402
-from robot_dynamics.joint_state_bag import JointStateBagWriter  # noqa: E402
+from robot_dynamics.identification.recordings import JointStateBagWriter  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
 STARTS = {'puma560': np.array([0.0, -0.5, 0.5, 0.0, 0.3, 0.0]),

@@ -38,8 +38,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import arm_identification as ai, dynamics  # noqa: E402
-from robot_dynamics.joint_state_bag import write_joint_states  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import write_joint_states  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import main as identify, prior_model  # noqa: E402
 

@@ -32,6 +32,8 @@ MOVED = {
     'robot_dynamics.engines': 'robot_dynamics.simulation.engines',
     'robot_dynamics.engine_frames': 'robot_dynamics.simulation.engine_frames',
     'robot_dynamics.mujoco_engine': 'robot_dynamics.simulation.mujoco_engine',
+    'robot_dynamics.arm_identification': 'robot_dynamics.identification.arm',
+    'robot_dynamics.joint_state_bag': 'robot_dynamics.identification.recordings',
 }
 
 # Old modules split in several: (new modules whose public names (__all__) they hold,
@@ -53,6 +55,12 @@ class _Loader(importlib.abc.Loader):
         if name in MOVED:
             # the import system returns what sys.modules holds after this: the new module
             sys.modules[name] = importlib.import_module(MOVED[name])
+            # a moved package's submodules under the old name too (its __init__ imported
+            # them), else the path finder would load a second copy of each
+            prefix = MOVED[name] + '.'
+            for key, submodule in list(sys.modules.items()):
+                if key.startswith(prefix):
+                    sys.modules.setdefault(name + '.' + key[len(prefix):], submodule)
             return
         sources, extra = SPLIT[name]
         names = []

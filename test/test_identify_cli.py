@@ -207,11 +207,11 @@ def test_without_rosbags_the_line_says_what_to_install(tmp_path, capsys, monkeyp
 
 
 def test_a_failing_solver_ends_with_status_1_and_one_line(tmp_path, capsys, monkeypatch):
-    from robot_dynamics.nodes.identification import identify_core
+    from robot_dynamics.nodes.identify import estimate
 
     def failing(*args, **kwargs):
         raise RuntimeError('the semidefinite program ended infeasible\nmore detail')
-    monkeypatch.setattr(identify_core.arm_identification, 'identify_arm', failing)
+    monkeypatch.setattr(estimate.arm, 'identify_arm', failing)
     t, q, qd, tau = states()
     write_joint_states(tmp_path / 'bag', JOINTS, t, q, qd, tau)
     code, _, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),
@@ -259,7 +259,7 @@ def test_estimate_reads_bags_and_the_prior_without_ros(tmp_path):
 def estimator(monkeypatch):
     """The estimator replaced by one that returns the prior model and records the effort
     timing it was asked for: what is tested here is the command line around it."""
-    from robot_dynamics.nodes.identification import identify_core
+    from robot_dynamics.nodes.identify import estimate
 
     class Asked(list):
         """The effort timings asked for; ``options``: the other options of each estimate,
@@ -272,17 +272,26 @@ def estimator(monkeypatch):
         asked.options.append(options)
         source = options.get('accelerations', 'auto')
         fit = {'velocity': 0.05, 'position': 0.01} if source == 'auto' else {}
-        return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior', [], {},
-                                      accelerations='position' if source == 'auto'
-                                      else source, acceleration_fit=fit)
+        return arm_result(prior, accelerations='position' if source == 'auto' else source,
+                          acceleration_fit=fit)
 
     def errors(model, pieces, effort_timing='instant', drive_gain=None,
                accelerations='velocity'):
         asked.errors.append(accelerations)
-        return identify_core.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
-    monkeypatch.setattr(identify_core, 'identify', identify)
-    monkeypatch.setattr(identify_core, 'errors', errors)
+        return estimate.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
+    monkeypatch.setattr(estimate, 'identify', identify)
+    monkeypatch.setattr(estimate, 'errors', errors)
     return asked
+
+
+def arm_result(prior, consistency=(), **fields):
+    """An estimator result (identification.arm.ArmIdentification) whose model is the prior:
+    100 samples used of 500, condition number 10, everything excited."""
+    from robot_dynamics.identification.arm import ArmIdentification
+    return ArmIdentification(
+        model=prior, phi=None, base=None, beta=None, condition_number=10.0, samples=100,
+        rows=100 * prior.n, raw_samples=500, rms_residual=None, sigma=None, not_excited=[],
+        fixed='fixed by the prior', consistency=list(consistency), timing={}, **fields)
 
 
 def write_bag(folder, custom_data=None):
@@ -426,7 +435,7 @@ def test_excite_writes_held_before_for_the_plant_and_instant_for_a_driver():
     the joint states (or --effort-timing)."""
     from types import SimpleNamespace
     pytest.importorskip('rclpy')
-    from robot_dynamics.nodes.identification.identify_excite import ExcitationRecorder
+    from robot_dynamics.nodes.identify.excite import ExcitationRecorder
     timing = ExcitationRecorder.effort_timing
     plant = SimpleNamespace(publishers_=['plant_simulator'], states_topic='/joint_states')
     driver = SimpleNamespace(publishers_=['joint_state_broadcaster'],

@@ -77,17 +77,17 @@ def test_nan_efforts_are_said_to_be_missing(tmp_path):
 @pytest.fixture
 def inconsistent(monkeypatch):
     """The estimator replaced by one whose estimate is not physically consistent."""
-    from robot_dynamics.nodes.identification import identify_core
+    from robot_dynamics.nodes.identify import estimate as estimation
+    from test_identify_cli import arm_result
 
     def estimate(prior, pieces, effort_timing='instant', **options):
-        return identify_core.Estimate(prior, 100, 500, 10.0, [], 'fixed by the prior',
-                                      ['link 2: pseudo-inertia not positive definite'], {},
-                                      accelerations='velocity')
+        return arm_result(prior, ['link 2: pseudo-inertia not positive definite'],
+                          accelerations='velocity')
 
     def errors(model, pieces, effort_timing='instant', drive_gain=None, accelerations=None):
-        return identify_core.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
-    monkeypatch.setattr(identify_core, 'identify', estimate)
-    monkeypatch.setattr(identify_core, 'errors', errors)
+        return estimation.Errors(np.full(model.n, 0.1), np.full(model.n, 0.01))
+    monkeypatch.setattr(estimation, 'identify', estimate)
+    monkeypatch.setattr(estimation, 'errors', errors)
 
 
 def test_an_estimate_that_is_not_consistent_is_not_written(tmp_path, capsys, inconsistent):

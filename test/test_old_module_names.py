@@ -23,6 +23,17 @@ def test_an_old_name_is_the_new_module(old, new):
     assert not os.path.exists(os.path.join(REPO, *old.split('.')) + '.py')
 
 
+def test_a_submodule_of_a_moved_package_is_the_moved_submodule():
+    """robot_dynamics.arm_identification.recording is identification.arm.recording itself
+    (tests monkeypatch its attributes through either name), not a second copy."""
+    from robot_dynamics.arm_identification import recording as old
+    from robot_dynamics.arm_identification.libraries import _require
+    from robot_dynamics.identification.arm import libraries, recording
+    assert old is recording and _require is libraries._require
+    assert importlib.import_module('robot_dynamics.arm_identification.study') is \
+        importlib.import_module('robot_dynamics.identification.arm.study')
+
+
 def test_the_public_names_import():
     for name in PUBLIC:
         assert importlib.import_module(f'robot_dynamics.{name}').__name__.startswith(

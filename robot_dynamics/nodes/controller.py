@@ -35,7 +35,7 @@ from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measu
 from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
 from robot_dynamics.nodes.trajectories.topic_tolerances import TopicTrajectoryTolerances
-from robot_dynamics.nodes.identification.payload_identification import PayloadIdentification
+from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
     declare_robot, keep_float_types, name_unknown_parameters, payload_model, seconds)

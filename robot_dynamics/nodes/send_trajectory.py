@@ -21,7 +21,7 @@ header.stamp = 0 (start on arrival); it is published reliably once a subscriber 
 (waited for up to --timeout).
 
 When the controller offers the FollowJointTrajectory action (`--action`, by default beside
-`--topic`), the move goes as a goal instead (robot_dynamics.nodes.trajectories.goal_sender): the
+`--topic`), the move goes as a goal instead (robot_dynamics.nodes.common.trajectory_client): the
 sender waits for the outcome and prints it. Without an action server (or without
 control_msgs) it publishes on the topic and says that the outcome is unknown.
 
@@ -36,7 +36,6 @@ import math
 import sys
 import time
 
-from builtin_interfaces.msg import Duration as DurationMsg
 import rclpy
 from rclpy.duration import Duration
 from rclpy.node import Node
@@ -44,11 +43,13 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+import yaml
 
-from robot_dynamics.nodes.trajectories import goal_sender
-from robot_dynamics.nodes.common.outputs import duration_fields
+from robot_dynamics.nodes.common import trajectory_client
 from robot_dynamics.nodes.common.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
+from robot_dynamics.nodes.common.trajectory_client import (  # noqa: F401 - its names
+    duration_message, trajectory_message)
 from robot_dynamics.profiles import PROFILES, sample_profile
 
 DEFAULT_TOPIC = '/computed_torque_controller/joint_trajectory'
@@ -77,7 +78,7 @@ def parse_arguments(argv):
     parser.add_argument('--topic', default=DEFAULT_TOPIC, help=f'default: {DEFAULT_TOPIC}')
     parser.add_argument('--action', default=None,
                         help='FollowJointTrajectory action (default: beside --topic, '
-                             f'{goal_sender.action_beside(DEFAULT_TOPIC)})')
+                             f'{trajectory_client.action_beside(DEFAULT_TOPIC)})')
     parser.add_argument('--joint-states-topic', default='/joint_states', dest='states_topic')
     parser.add_argument('--timeout', type=float, default=5.0,
                         help='seconds to wait for /joint_states, for the controller and '
@@ -89,7 +90,7 @@ def parse_arguments(argv):
         if args.positions is not None or args.duration is not None:
             parser.error('--file: give either --file or --positions and --duration')
         if args.action is None:
-            args.action = goal_sender.action_beside(args.topic)
+            args.action = trajectory_client.action_beside(args.topic)
         try:
             args.trajectory = trajectory_from_file(args.file)
         except ValueError as error:
@@ -116,7 +117,7 @@ def parse_arguments(argv):
     if args.start_from is not None and args.joints is None:
         args.joints = [f'joint_{i + 1}' for i in range(n)]
     if args.action is None:
-        args.action = goal_sender.action_beside(args.topic)
+        args.action = trajectory_client.action_beside(args.topic)
     return args
 
 
@@ -126,7 +127,6 @@ START_TOLERANCE = 0.01     # rad | m between the file's first point and the arm
 def trajectory_from_file(path):
     """The trajectory_msgs/JointTrajectory of a YAML file (its fields as ``ros2 topic
     echo`` writes them, or a goal's ``trajectory:``); ValueError with one line."""
-    import yaml
     loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)     # libyaml's: much faster
     try:
         with open(path, encoding='utf-8') as stream:
@@ -155,22 +155,6 @@ def trajectory_from_file(path):
         points.append(JointTrajectoryPoint(time_from_start=duration_message(seconds),
                                            **values))
     msg.points = points
-    return msg
-
-
-def duration_message(seconds):
-    return DurationMsg(**duration_fields(seconds))
-
-
-def trajectory_message(command):
-    """trajectory_msgs/JointTrajectory from a core TrajectoryCommand (stamp 0 = start now)."""
-    msg = JointTrajectory()
-    msg.joint_names = list(command.joint_names)
-    msg.points = [JointTrajectoryPoint(positions=list(p.positions),
-                                       velocities=list(p.velocities),
-                                       accelerations=list(p.accelerations),
-                                       time_from_start=duration_message(p.time_from_start))
-                  for p in command.points]
     return msg
 
 
@@ -240,14 +224,11 @@ def run_file(node, args):
     end = trajectory.points[-1].time_from_start
     move = (f'the {end.sec + 1e-9 * end.nanosec:g} s trajectory of {args.file} '
             f'({len(trajectory.points)} points)')
-    sender = goal_sender.GoalSender(node, args.action)
+    sender = trajectory_client.GoalSender(node, args.action)
     found = sender.find_controller(node.publisher, args.timeout, node.running)
     if found == 'action':
-        tolerance = None
-        if args.unchecked:
-            from control_msgs.msg import JointTolerance
-            tolerance = [JointTolerance(name=name, position=-1.0, velocity=-1.0)
-                         for name in names]
+        tolerance = (trajectory_client.goal_ending_with_the_motion(trajectory).goal_tolerance
+                     if args.unchecked else None)
         return sender.run_goal(trajectory, move, args.timeout, args.no_wait, tolerance)
     if found == 'topic':
         node.publish(trajectory, args.timeout)
@@ -290,7 +271,7 @@ def run(node, args):
                              args.points, joints)
     move = (f'a {args.duration} s {args.profile} move of {joints} from '
             f'{[round(q, 4) for q in start]} to {args.positions} ({args.points} points)')
-    sender = goal_sender.GoalSender(node, args.action)
+    sender = trajectory_client.GoalSender(node, args.action)
     found = sender.find_controller(node.publisher, args.timeout, node.running)
     if found == 'action':
         return sender.run_goal(trajectory_message(command), move, args.timeout, args.no_wait)

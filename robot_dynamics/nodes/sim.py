@@ -88,7 +88,7 @@ from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_doma
                                               warn_unknown_parameters)
 from robot_dynamics.nodes.common.ros_params import (
     as_float, as_floats, as_string, closest_name, ConfigurationError, declare)
-from robot_dynamics.nodes.send_trajectory import trajectory_message
+from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
 LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)

@@ -1,19 +1,13 @@
-"""What `identify` (robot_dynamics.nodes.identify) and its subcommands
-(robot_dynamics.nodes.identification.identify_excite, identify_plan, plan_sender) share:
-the bad-input error, the bags' metadata keys and the prior model from layered parameter
-files. Below the command line's module, so that the subcommands need not import it."""
+"""`identify`'s prior model: the robot model and joint names of layered parameter files,
+read as the nodes read them (robot_dynamics.nodes.common.layering)."""
 
 import os
 import warnings
 
 from robot_dynamics.model import RobotModel
-
-EFFORT_TIMING_KEY = 'robot_dynamics.effort_timing'   # the bag metadata's custom_data key
-RECORDED_BY_KEY = 'robot_dynamics.recorded_by'       # which command wrote the bag
-
-
-class InputError(ValueError):
-    """Bad input to `estimate`: one line, exit status 2."""
+from robot_dynamics.nodes.common.layering import parameter_layers
+from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+from robot_dynamics.nodes.identify.common import InputError
 
 
 def layered_parameters(paths, node_name=None):
@@ -40,8 +34,6 @@ def _layers(paths, node_name):
     """[(path, {dotted name: value})]: the sections of the files that apply to the node,
     file after file, each file's in its order: the nodes' own layering
     (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
-    from robot_dynamics.nodes.common.layering import parameter_layers
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
     try:
         for path in paths:
             check_params_file(path)
@@ -87,21 +79,3 @@ def prior_model(paths, node_name=None):
                          f'distinct names, got {joints!r}')
     return model, tuple(joints), [str(w.message) for w in caught]
 
-
-def missing_libraries(modules):
-    """One line naming the libraries of `modules` (e.g. 'scipy.optimize', 'rosbags') that
-    do not import and the pip command that installs them, or None when all import."""
-    import importlib
-    missing = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            cause = (getattr(error, 'name', None) or module).split('.')[0]
-            package = cause if cause in {m.split('.')[0] for m in modules} else \
-                module.split('.')[0]
-            if package not in missing:
-                missing.append(package)
-    if not missing:
-        return None
-    return f'needs {" and ".join(missing)}: pip install {" ".join(missing)}'

@@ -5,7 +5,7 @@ import numpy as np
 
 from robot_dynamics import algorithms
 from robot_dynamics.model import RobotModel
-from robot_dynamics.arm_identification.parameters import (JOINT_PARAMETERS, _per_index, _sym, _urdf6, arm_parameters,
+from robot_dynamics.identification.arm.parameters import (JOINT_PARAMETERS, _per_index, _sym, _urdf6, arm_parameters,
                             joint_terms)
 
 

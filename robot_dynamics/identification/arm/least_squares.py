@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from robot_dynamics.arm_identification.libraries import _require
+from robot_dynamics.identification.arm.libraries import _require
 
 
 def _weighted(G_j, h_j, weights, columns):

@@ -8,16 +8,16 @@ from typing import NamedTuple
 import numpy as np
 
 from robot_dynamics import algorithms, dynamics
-from robot_dynamics.model import FRICTION_MODELS, RobotModel
-from robot_dynamics.arm_identification.base import BaseParameters, _random_states, base_parameters
-from robot_dynamics.arm_identification.least_squares import (_compress, _inverse, _long_run, _noise_shape, _weighted,
+from robot_dynamics.model import FRICTION_MODELS, Payload, RobotModel, _payload
+from robot_dynamics.identification.arm.base import BaseParameters, _random_states, base_parameters
+from robot_dynamics.identification.arm.least_squares import (_compress, _inverse, _long_run, _noise_shape, _weighted,
                                _wls_statistics, essential_parameters)
-from robot_dynamics.arm_identification.libraries import _require
-from robot_dynamics.arm_identification.models import model_with_parameters, physical_consistency_issues
-from robot_dynamics.arm_identification.parameters import (FRICTION_LEVELS, _per_index, _urdf6, arm_parameters,
+from robot_dynamics.identification.arm.libraries import _require
+from robot_dynamics.identification.arm.models import model_with_parameters, physical_consistency_issues
+from robot_dynamics.identification.arm.parameters import (FRICTION_LEVELS, _per_index, _urdf6, arm_parameters,
                             joint_terms)
-from robot_dynamics.arm_identification.recording import ACCELERATION_SOURCES, _prepare
-from robot_dynamics.arm_identification.regressor import (_feature_functions, _set_friction_columns, arm_regressor,
+from robot_dynamics.identification.arm.recording import ACCELERATION_SOURCES, _prepare
+from robot_dynamics.identification.arm.regressor import (_feature_functions, _set_friction_columns, arm_regressor,
                            friction_columns)
 
 
@@ -155,7 +155,6 @@ def _with_laws(model, friction):
 def _payload_vector(payload):
     """Ten parameters (last link frame, inertia about its origin) of a payload given as a
     mapping {mass, com, inertia} (centroidal inertia, 3×3 or URDF order) or a `Payload`."""
-    from robot_dynamics.model import Payload, _payload
     pl = payload if isinstance(payload, Payload) else _payload(dict(payload))
     com = np.asarray(pl.com, dtype=float)
     return np.concatenate(([pl.mass], pl.mass * com,

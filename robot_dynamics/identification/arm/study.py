@@ -6,10 +6,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics
-from robot_dynamics.arm_identification.base import _random_states
-from robot_dynamics.arm_identification.models import _payload_parameters, model_with_parameters
-from robot_dynamics.arm_identification.parameters import _per_index, _urdf6, arm_parameters
+from robot_dynamics import algorithms, dynamics, simulation
+from robot_dynamics.identification.arm.base import _random_states
+from robot_dynamics.identification.arm.models import _payload_parameters, model_with_parameters
+from robot_dynamics.identification.arm.parameters import _per_index, _urdf6, arm_parameters
 
 
 def perturbed_model(model, fraction=0.3, seed=0, armature=None, viscous=None, coulomb=None):
@@ -103,7 +103,6 @@ def closed_loop_experiment(plant, model, reference, duration, q0, kp=100.0, kd=2
     with Gaussian noise (sigma_q [rad | m], sigma_qd [rad/s | m/s]); the recorded efforts
     carry Gaussian noise of `effort_noise` × each joint's RMS applied effort. Returns an
     `Experiment` sampled every control period."""
-    from robot_dynamics import simulation
     rng = np.random.default_rng(seed)
     n = plant.n
     measured = []

@@ -1,10 +1,11 @@
 """The estimator's optional libraries (scipy, cvxpy): imported where used, with one line
 naming what to install when missing."""
 
+import importlib
+
 
 def _require(module):
     """Import scipy / cvxpy with one line naming what to install."""
-    import importlib
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -15,7 +16,6 @@ def _require(module):
 def require_estimator_libraries():
     """ImportError with one line naming every missing library of the estimator (scipy,
     cvxpy) and the pip command that installs them; nothing when both import."""
-    import importlib
     missing = []
     for module in ('scipy.signal', 'cvxpy'):
         try:

@@ -5,8 +5,8 @@ controller), /joint_states recorded into a rosbag2 folder during the motion.
 The start is where /joint_states says the arm is (or --start, which must be within
 START_TOLERANCE of it): the goal's first point is the start at time 0, which a trajectory
 controller takes as its reference at once. The recorder and the goal are `identify
-excite`'s (robot_dynamics.nodes.identification.identify_excite.ExcitationRecorder's methods,
-used on this node): the raw /joint_states as they arrive, written with the package's bag
+excite`'s (robot_dynamics.nodes.identify.excite.ExcitationRecorder's methods, used on
+this node): the raw /joint_states as they arrive, written with the package's bag
 writer; the goal's position and velocity goal tolerances sent as -1 (not checked, so that the
 goal succeeds once the motion's time has passed even where the model being identified
 leaves an offset at rest; the server's path tolerances still apply); the outcome, the
@@ -17,24 +17,25 @@ import math
 import time
 
 import numpy as np
+import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from robot_dynamics import dynamics
+from robot_dynamics.nodes.common import trajectory_client
 from robot_dynamics.nodes.common.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
-from robot_dynamics.nodes.identification import identify_plan
-from robot_dynamics.nodes.identification.identify_excite import ExcitationRecorder
-from robot_dynamics.nodes.send_trajectory import trajectory_message
-from robot_dynamics.nodes.trajectories import goal_sender
+from robot_dynamics.nodes.common.trajectory_client import trajectory_message
+from robot_dynamics.identification.recordings import BagError, read_joint_states
+from robot_dynamics.nodes.identify import plan as identify_plan
+from robot_dynamics.nodes.identify.common import missing_libraries, NOT_ENDED, STOPPED
+from robot_dynamics.nodes.identify.excite import ExcitationRecorder
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify_plan'
 START_TOLERANCE = 0.01     # rad | m between --start and where the arm is
-NOT_ENDED = 1
-STOPPED = 130
 
 
 class PlanSender(Node):
@@ -64,8 +65,8 @@ class PlanSender(Node):
         self._recording = False
         self._recorder = None
         self.action_name = options.send
-        self.action = goal_sender.ActionClient(self, goal_sender.FollowJointTrajectory,
-                                               self.action_name)
+        self.action = trajectory_client.ActionClient(
+            self, trajectory_client.FollowJointTrajectory, self.action_name)
         self.executor_ = SingleThreadedExecutor(context=self.context)
         self.executor_.add_node(self)
 
@@ -97,15 +98,7 @@ class PlanSender(Node):
 
     def find_server(self, timeout):
         """True once the action server is there and has had time to see us."""
-        deadline = time.monotonic() + timeout
-        seen = None
-        while time.monotonic() < deadline and self.running():
-            if self.action.server_is_ready():
-                seen = seen or time.monotonic()
-                if time.monotonic() - seen >= goal_sender.SERVER_GRACE:
-                    return True
-            self.spin()
-        return False
+        return trajectory_client.find_server(self.action, timeout, self.running, self.spin)
 
 
 def goal_trajectory(plan):
@@ -196,7 +189,7 @@ def run(node, options, model, joints, workspace):
     node.stop_recording()
     # an aborted goal moved the arm too (e.g. a path tolerance, limits the controller
     # enforces): the recording is kept, for the user to judge
-    if code not in (0, goal_sender.FAILED) or options.record is None:
+    if code not in (0, trajectory_client.FAILED) or options.record is None:
         return code
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
@@ -225,7 +218,6 @@ def recorded_ranges(folder, joints, plan, topic):
     """(one line: the planned and recorded range of each joint, one warning naming the
     joints whose recorded range falls short of the planned one (the motion was clipped,
     e.g. by limits in the robot's URDF tighter than the robot file's) or '')."""
-    from robot_dynamics.joint_state_bag import BagError, read_joint_states
     try:
         q = read_joint_states(folder, joints, topic).q
     except BagError as error:
@@ -253,13 +245,11 @@ def recorded_ranges(folder, joints, plan, topic):
 
 def send(argv, options, model, joints, workspace):
     """`identify plan --send`: argv (with the ROS arguments) initialises rclpy."""
-    import rclpy
     log = rclpy.logging.get_logger(NODE_NAME)
-    if goal_sender.UNAVAILABLE is not None:
-        log.error(f'--send: {goal_sender.UNAVAILABLE} (build control_msgs, or send the '
+    if trajectory_client.UNAVAILABLE is not None:
+        log.error(f'--send: {trajectory_client.UNAVAILABLE} (build control_msgs, or send the '
                   '--output file with `ros2 action send_goal`: doc/identification.md)')
         return NOT_ENDED
-    from robot_dynamics.nodes.identification.common import missing_libraries
     missing = missing_libraries(('scipy.optimize',) + (('rosbags',) if options.record
                                                         else ()))
     if missing:         # planning needs scipy, the bag (written after the motion) rosbags

@@ -26,12 +26,15 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityP
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from robot_dynamics.joint_state_bag import BagError, JointStateBagWriter
-from robot_dynamics.nodes.trajectories import goal_sender
+from robot_dynamics.identification.arm import optimal_excitation
+from robot_dynamics.identification.recordings import BagError, JointStateBagWriter
 from robot_dynamics.nodes.excite import ExcitationSender
 from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.nodes.identify.common import (EFFORT_TIMING_KEY, missing_libraries,
+                                                  NOT_ENDED, RECORDED_BY_KEY, STOPPED)
+from robot_dynamics.nodes.common import trajectory_client
 from robot_dynamics.nodes.common.runner import ros_session
-from robot_dynamics.nodes.send_trajectory import trajectory_message
+from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify'
@@ -39,8 +42,6 @@ SAMPLE_PERIOD = 0.02        # s between the trajectory points sent (the controll
 #                             interpolates between them with their velocities and accelerations)
 RECORD_DEPTH = 10000        # messages the recorder's queue holds while the executor is busy
 PLANT_NODE = 'plant_simulator'   # this package's plant: its efforts are held_before
-NOT_ENDED = 1
-STOPPED = 130
 
 
 class ExcitationRecorder(ExcitationSender):
@@ -66,10 +67,10 @@ class ExcitationRecorder(ExcitationSender):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(String, f'{controller}/status', self._on_status, latched)
-        self.action_name = f'{controller}/{goal_sender.ACTION_NAME}'
-        self.action = (None if goal_sender.UNAVAILABLE is not None else
-                       goal_sender.ActionClient(self, goal_sender.FollowJointTrajectory,
-                                                self.action_name))
+        self.action_name = f'{controller}/{trajectory_client.ACTION_NAME}'
+        self.action = (None if trajectory_client.UNAVAILABLE is not None else
+                       trajectory_client.ActionClient(
+                           self, trajectory_client.FollowJointTrajectory, self.action_name))
         self.executor_ = SingleThreadedExecutor(context=self.context)
         self.executor_.add_node(self)
 
@@ -108,20 +109,8 @@ class ExcitationRecorder(ExcitationSender):
         """'action' once the controller's action server is there (and has had time to see
         us), 'topic' when only its trajectory topic has a subscriber (a grace period after
         it matched), None after `timeout` s or a stop."""
-        deadline = time.monotonic() + timeout
-        topic_seen = server_seen = None
-        while time.monotonic() < deadline and self.running():
-            if self.action is not None and self.action.server_is_ready():
-                server_seen = server_seen or time.monotonic()
-                if time.monotonic() - server_seen >= goal_sender.SERVER_GRACE:
-                    return 'action'
-            if self.publisher.get_subscription_count() > 0:
-                topic_seen = topic_seen or time.monotonic()
-                if self.action is None or \
-                        time.monotonic() - topic_seen >= goal_sender.DISCOVERY_GRACE:
-                    return 'topic'
-            self.spin()
-        return None
+        return trajectory_client.find_controller(self.action, self.publisher, timeout,
+                                                 self.running, self.spin)
 
     # ------------------------------------------------------------------ recording
 
@@ -161,8 +150,6 @@ class ExcitationRecorder(ExcitationSender):
         return 'instant', f'{self.states_topic} is published by {self.publishers_ or "?"}'
 
     def write_bag(self, folder, timing='instant'):
-        from robot_dynamics.nodes.identification.common import (EFFORT_TIMING_KEY,
-                                                                RECORDED_BY_KEY)
         recorder = getattr(self, 'RECORDED_BY', 'identify excite')
         with JointStateBagWriter(folder, topic=self.states_topic,
                                  custom_data={EFFORT_TIMING_KEY: timing,
@@ -174,40 +161,12 @@ class ExcitationRecorder(ExcitationSender):
     # ------------------------------------------------------------------ the motion
 
     def run_goal(self, trajectory, timeout):
-        """The motion as a FollowJointTrajectory goal; the exit status."""
-        log = self.get_logger()
-        feedback = []
-        sent = self.action.send_goal_async(identification_goal(trajectory),
-            feedback_callback=lambda message: feedback.append(True) if not feedback else None)
-        if not self.spin_until(sent.done, timeout):
-            if not self.running():
-                return STOPPED
-            log.error(f'no response to the goal from {self.action_name} within {timeout:g} s')
-            return NOT_ENDED
-        handle = sent.result()
-        if not handle.accepted:
-            log.error(f'goal rejected by {self.action_name} (no reason given)')
-            return goal_sender.REFUSED
-        result = handle.get_result_async()
-        if not self.spin_until(result.done):
-            canceling = handle.cancel_goal_async()
-            self.spin_until(canceling.done, goal_sender.CANCEL_WAIT)
-            log.warning('stopped: the goal was canceled (the arm holds)')
-            return STOPPED
-        response = result.result()
-        code, text = response.result.error_code, response.result.error_string
-        if code in goal_sender.REFUSAL_CODES and not feedback:
-            log.error(f'goal refused by {self.action_name}: {goal_sender.code_name(code)}: '
-                      f'{text}')
-            return goal_sender.REFUSED
-        if response.status == goal_sender.GoalStatus.STATUS_SUCCEEDED and code == 0:
-            log.info(f'goal succeeded: the motion ended ({goal_sender.code_name(code)})')
-            return 0
-        status = {goal_sender.GoalStatus.STATUS_ABORTED: 'aborted',
-                  goal_sender.GoalStatus.STATUS_CANCELED: 'canceled'}.get(
-                      response.status, f'ended with status {response.status}')
-        log.error(f'goal {status}: {goal_sender.code_name(code)}: {text}')
-        return goal_sender.FAILED
+        """The motion as a FollowJointTrajectory goal that ends with the motion; the exit
+        status."""
+        return trajectory_client.follow(
+            self.action, self.action_name,
+            trajectory_client.goal_ending_with_the_motion(trajectory), timeout,
+            self.spin_until, self.running, self.get_logger())
 
     def run_topic(self, trajectory, duration, timeout):
         """The motion on the trajectory topic; the exit status. Done when the controller's
@@ -217,7 +176,7 @@ class ExcitationRecorder(ExcitationSender):
         log = self.get_logger()
         self.publisher.publish(trajectory)
         log.info(f'sent the motion on {self.publisher.topic_name} (no action server '
-                 f'{self.action_name}: {goal_sender.UNAVAILABLE or "not found"})')
+                 f'{self.action_name}: {trajectory_client.UNAVAILABLE or "not found"})')
         first = None
         seen_running = False
         last_count, last_change = 0, time.monotonic()
@@ -242,18 +201,6 @@ class ExcitationRecorder(ExcitationSender):
                           f'{timeout:g} s')
                 return NOT_ENDED
         return STOPPED
-
-
-def identification_goal(trajectory):
-    """The FollowJointTrajectory goal of the excitation: the goal tolerances on position
-    and velocity not checked (-1), so that the goal succeeds once the last point's time has
-    passed: the motion has ended even where the model being identified leaves an offset at
-    rest (the recording is what matters). The controller's path tolerances still apply."""
-    from control_msgs.msg import JointTolerance
-    goal = goal_sender.FollowJointTrajectory.Goal(trajectory=trajectory)
-    goal.goal_tolerance = [JointTolerance(name=name, position=-1.0, velocity=-1.0)
-                           for name in trajectory.joint_names]
-    return goal
 
 
 def _stamp(data):
@@ -288,7 +235,6 @@ def run(node, options):
         return STOPPED
     if node.error:
         return 1
-    from robot_dynamics.arm_identification import optimal_excitation
     start = np.array([node._latest[j] for j in node.joints])
     planning = time.monotonic()
     try:
@@ -335,7 +281,6 @@ def run(node, options):
 
 def run_excite(argv, options):
     """main() of `identify excite`: argv (with the ROS arguments) initialises rclpy."""
-    from robot_dynamics.nodes.identification.common import missing_libraries
     missing = missing_libraries(('scipy.optimize', 'rosbags'))
     if missing:         # said before anything moves: planning needs scipy, the bag rosbags
         rclpy.logging.get_logger(NODE_NAME).error(f'identify excite {missing}')

@@ -1,5 +1,7 @@
-"""send_trajectory's FollowJointTrajectory client: find the controller (action server or
-topic), send the move as a goal, report its outcome (doc/action.md).
+"""The trajectory clients of the executables (`send_trajectory`, `sim`, `identify excite`,
+`identify plan --send`): the trajectory_msgs/JointTrajectory of a core TrajectoryCommand,
+and the control_msgs/action/FollowJointTrajectory client: find the controller (action
+server or topic), send a move as a goal, report its outcome (doc/action.md).
 
 A controller with the action answers every goal: a refused goal ends at once with its
 error code and reason and no feedback, an accepted one gets a first feedback at once. So
@@ -9,11 +11,16 @@ first, even with --no-wait; a result without any feedback is a refusal.
 
 import time
 
+from builtin_interfaces.msg import Duration as DurationMsg
 import rclpy
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.nodes.common.outputs import duration_fields
 
 try:
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
     from rclpy.action import ActionClient
     UNAVAILABLE = None
 except ImportError as error:
@@ -30,6 +37,108 @@ FAILED = 4              # exit status: it ran but did not succeed
 STOPPED = 130
 CANCEL_WAIT = 2.0       # s to wait for the cancel response after Ctrl-C
 REFUSAL_CODES = (-1, -2, -3)     # INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP
+NOT_ENDED = 1           # exit status: no response, no server
+
+
+def duration_message(seconds):
+    """builtin_interfaces/Duration of `seconds`."""
+    return DurationMsg(**duration_fields(seconds))
+
+
+def trajectory_message(command):
+    """trajectory_msgs/JointTrajectory from a core TrajectoryCommand (stamp 0 = start now)."""
+    msg = JointTrajectory()
+    msg.joint_names = list(command.joint_names)
+    msg.points = [JointTrajectoryPoint(positions=list(p.positions),
+                                       velocities=list(p.velocities),
+                                       accelerations=list(p.accelerations),
+                                       time_from_start=duration_message(p.time_from_start))
+                  for p in command.points]
+    return msg
+
+
+def goal_ending_with_the_motion(trajectory):
+    """The FollowJointTrajectory goal of `trajectory` with its goal tolerances on position
+    and velocity not checked (-1), so that the goal succeeds once the last point's time has
+    passed (the motion has ended) even where the controller's model leaves an offset at
+    rest; the controller's path tolerances still apply."""
+    goal = FollowJointTrajectory.Goal(trajectory=trajectory)
+    goal.goal_tolerance = [JointTolerance(name=name, position=-1.0, velocity=-1.0)
+                           for name in trajectory.joint_names]
+    return goal
+
+
+def find_controller(client, publisher, timeout, running, spin):
+    """'action' once the action server of `client` (None: no action) is there and has had
+    time to see us (SERVER_GRACE), 'topic' when only the trajectory topic of `publisher`
+    has a subscriber (DISCOVERY_GRACE after it matched), None after `timeout` s or when
+    not running(); spin() between the looks."""
+    deadline = time.monotonic() + timeout
+    topic_seen = server_seen = None
+    while time.monotonic() < deadline and running():
+        if client is not None and client.server_is_ready():
+            server_seen = server_seen or time.monotonic()
+            if time.monotonic() - server_seen >= SERVER_GRACE:
+                return 'action'
+        if publisher.get_subscription_count() > 0:
+            topic_seen = topic_seen or time.monotonic()
+            if client is None or time.monotonic() - topic_seen >= DISCOVERY_GRACE:
+                return 'topic'
+        spin()
+    return None
+
+
+def find_server(client, timeout, running, spin):
+    """True once the action server of `client` is there and has had time to see us
+    (SERVER_GRACE), spinning with spin(); False after `timeout` s or when not running()."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline and running():
+        if client.server_is_ready():
+            seen = seen or time.monotonic()
+            if time.monotonic() - seen >= SERVER_GRACE:
+                return True
+        spin()
+    return False
+
+
+def follow(client, action_name, goal, timeout, spin_until, running, log):
+    """Send `goal` and wait for the end of the motion; the exit status (0 succeeded,
+    NOT_ENDED no response within `timeout` s, REFUSED, FAILED (aborted, canceled), STOPPED:
+    canceled on a stop request, the arm holds). spin_until(done, timeout=None) spins the
+    client's node until done() (False on a stop request or after the timeout); the outcome
+    in one line on `log`."""
+    feedback = []
+    sent = client.send_goal_async(
+        goal, feedback_callback=lambda message: feedback.append(True) if not feedback else None)
+    if not spin_until(sent.done, timeout):
+        if not running():
+            return STOPPED
+        log.error(f'no response to the goal from {action_name} within {timeout:g} s')
+        return NOT_ENDED
+    handle = sent.result()
+    if not handle.accepted:
+        log.error(f'goal rejected by {action_name} (no reason given)')
+        return REFUSED
+    result = handle.get_result_async()
+    if not spin_until(result.done):
+        canceling = handle.cancel_goal_async()
+        spin_until(canceling.done, CANCEL_WAIT)
+        log.warning('stopped: the goal was canceled (the arm holds)')
+        return STOPPED
+    response = result.result()
+    code, text = response.result.error_code, response.result.error_string
+    if code in REFUSAL_CODES and not feedback:
+        log.error(f'goal refused by {action_name}: {code_name(code)}: {text}')
+        return REFUSED
+    if response.status == GoalStatus.STATUS_SUCCEEDED and code == 0:
+        log.info(f'goal succeeded: the motion ended ({code_name(code)})')
+        return 0
+    status = {GoalStatus.STATUS_ABORTED: 'aborted',
+              GoalStatus.STATUS_CANCELED: 'canceled'}.get(
+                  response.status, f'ended with status {response.status}')
+    log.error(f'goal {status}: {code_name(code)}: {text}')
+    return FAILED
 
 
 def action_beside(topic):
@@ -46,7 +155,7 @@ def code_name(code):
 
 
 class GoalSender:
-    """The FollowJointTrajectory client of a TrajectorySender node."""
+    """The FollowJointTrajectory client of send_trajectory's TrajectorySender node."""
 
     def __init__(self, node, action_name):
         self.node = node
@@ -59,19 +168,8 @@ class GoalSender:
     def find_controller(self, publisher, timeout, running):
         """'action' once the action server is there, 'topic' when only the topic has a
         subscriber (DISCOVERY_GRACE after it matched), None after `timeout` or a stop."""
-        deadline = time.monotonic() + timeout
-        topic_seen = server_seen = None
-        while time.monotonic() < deadline and running():
-            if self.client is not None and self.client.server_is_ready():
-                server_seen = server_seen or time.monotonic()
-                if time.monotonic() - server_seen >= SERVER_GRACE:
-                    return 'action'
-            if publisher.get_subscription_count() > 0:
-                topic_seen = topic_seen or time.monotonic()
-                if self.client is None or time.monotonic() - topic_seen >= DISCOVERY_GRACE:
-                    return 'topic'
-            rclpy.spin_once(self.node, timeout_sec=0.05)
-        return None
+        return find_controller(self.client, publisher, timeout, running,
+                               lambda: rclpy.spin_once(self.node, timeout_sec=0.05))
 
     def _spin_until(self, done, timeout=None):
         """Spin until done(); False on a stop request or after `timeout` s."""

@@ -3,7 +3,7 @@
 import numpy as np
 
 from robot_dynamics import algorithms, dynamics
-from robot_dynamics.arm_identification.parameters import _link_transforms, joint_terms
+from robot_dynamics.identification.arm.parameters import _link_transforms, joint_terms
 
 
 MOVING = ('moving', 0.0)    # the feature |sign(q̇)| of asymmetric joints

@@ -112,30 +112,30 @@ Decision and Control, 2769–2774, 1991.
 W. Khalil, E. Dombre, "Modeling, Identification and Control of Robots", Hermes Penton, 2002.
 """
 
-from robot_dynamics.arm_identification.base import (BaseParameters, _elimination_order, _random_states,
+from robot_dynamics.identification.arm.base import (BaseParameters, _elimination_order, _random_states,
                       base_parameters)
-from robot_dynamics.arm_identification.estimator import (VELOCITY_GRID, ArmIdentification, BaseUncertainty,
+from robot_dynamics.identification.arm.estimator import (VELOCITY_GRID, ArmIdentification, BaseUncertainty,
                            _payload_vector, _prior_std, _solve_sdp, _with_laws,
                            identify_arm, validation_errors)
-from robot_dynamics.arm_identification.excitation import (Excitation, _admissible_scale, _null_basis,
+from robot_dynamics.identification.arm.excitation import (Excitation, _admissible_scale, _null_basis,
                             excitation_limits, optimal_excitation)
-from robot_dynamics.arm_identification.least_squares import (_compress, _inverse, _long_run, _noise_shape,
+from robot_dynamics.identification.arm.least_squares import (_compress, _inverse, _long_run, _noise_shape,
                                _normal_solve, _weighted, _wls_statistics,
                                essential_parameters)
-from robot_dynamics.arm_identification.libraries import _require, require_estimator_libraries
-from robot_dynamics.arm_identification.models import (_TERM_WORDS, _inertials, _link_inertials, _link_values,
+from robot_dynamics.identification.arm.libraries import _require, require_estimator_libraries
+from robot_dynamics.identification.arm.models import (_TERM_WORDS, _inertials, _link_inertials, _link_values,
                         _payload_parameters, model_with_parameters,
                         physical_consistency_issues, pseudo_inertia,
                         robot_params_overrides)
-from robot_dynamics.arm_identification.parameters import (FRICTION_LEVELS, JOINT_PARAMETERS, LINK_PARAMETERS,
+from robot_dynamics.identification.arm.parameters import (FRICTION_LEVELS, JOINT_PARAMETERS, LINK_PARAMETERS,
                             _link_to_body, _link_transforms, _move_parameters,
                             _per_index, _sym, _urdf6, arm_parameters, joint_terms,
                             parameter_names)
-from robot_dynamics.arm_identification.recording import (EFFORT_TIMINGS, RecordingError, _prepare, _Prepared,
+from robot_dynamics.identification.arm.recording import (EFFORT_TIMINGS, RecordingError, _prepare, _Prepared,
                            _segments, uniform_grid)
-from robot_dynamics.arm_identification.regressor import (_feature_functions, _set_friction_columns, arm_regressor,
+from robot_dynamics.identification.arm.regressor import (_feature_functions, _set_friction_columns, arm_regressor,
                            friction_columns)
-from robot_dynamics.arm_identification.study import Experiment, closed_loop_experiment, drive_terms, perturbed_model
+from robot_dynamics.identification.arm.study import Experiment, closed_loop_experiment, drive_terms, perturbed_model
 
 __all__ = ['parameter_names', 'arm_parameters', 'arm_regressor', 'base_parameters',
            'BaseParameters', 'model_with_parameters', 'robot_params_overrides',

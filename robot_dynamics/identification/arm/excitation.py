@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from robot_dynamics import dynamics
-from robot_dynamics.arm_identification.base import _random_states, base_parameters
-from robot_dynamics.arm_identification.libraries import _require
-from robot_dynamics.arm_identification.regressor import arm_regressor
+from robot_dynamics.identification.arm.base import _random_states, base_parameters
+from robot_dynamics.identification.arm.libraries import _require
+from robot_dynamics.identification.arm.regressor import arm_regressor
 
 
 class Excitation:

@@ -44,7 +44,7 @@ wrong and what to do):
 Any rosbag2 format version rosbags reads (5 to 9 tested, sqlite3 and mcap) and any rate
 (100 Hz to 1 kHz tested) are read alike; jittered stamps and dropped messages are kept as
 they are here and put on a uniform grid by the estimator
-(robot_dynamics.arm_identification.uniform_grid, linear interpolation).
+(robot_dynamics.identification.arm.uniform_grid, linear interpolation).
 
 The samples keep their time gaps: `JointStateRecording.segments` splits them where the time
 step is much larger than the typical one (dropped samples, a paused recording), so that no
@@ -56,8 +56,10 @@ import math
 import os
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 __all__ = ['BagError', 'JointStateRecording', 'JointStateBagWriter', 'read_joint_states',
            'write_joint_states', 'JOINT_STATE_TYPE', 'DEFAULT_TOPIC']
@@ -176,7 +178,6 @@ def read_joint_states(folder, joints, topic=None):
         raise BagError(f'{where}: no metadata.yaml: not a rosbag2 recording (ros2 bag '
                        'reindex can rebuild it)')
     AnyReader, _, _, _, _ = _rosbags()
-    from pathlib import Path
     try:
         reader = AnyReader([Path(folder)], default_typestore=_typestore())
         reader.open()
@@ -196,7 +197,6 @@ def read_joint_states(folder, joints, topic=None):
 def _custom_data(folder):
     """The bag's metadata custom_data (rosbag2 format 6 and later; {} without or when the
     metadata cannot be read as YAML: rosbags has read it already)."""
-    import yaml
     try:
         with open(os.path.join(folder, 'metadata.yaml'), encoding='utf-8') as stream:
             metadata = yaml.safe_load(stream)

@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics.arm_identification.parameters import _per_index, parameter_names
-from robot_dynamics.arm_identification.regressor import arm_regressor
+from robot_dynamics.identification.arm.parameters import _per_index, parameter_names
+from robot_dynamics.identification.arm.regressor import arm_regressor
 
 
 class BaseParameters(NamedTuple):

@@ -1,7 +1,7 @@
 """`identify plan`: the optimised excitation from a robot file alone, for any controller
 (robot_dynamics.nodes.identify has the usage; doc/identification.md the recipe).
 
-The motion is `identify excite`'s (robot_dynamics.arm_identification.optimal_excitation:
+The motion is `identify excite`'s (robot_dynamics.identification.arm.optimal_excitation:
 a rest-to-rest finite Fourier series inside the joints' position, velocity and acceleration
 bounds with margins, optimised for the condition number of the weighted base regressor),
 planned from --start, else the parameter files' ``initial_positions``, else the middle of
@@ -14,7 +14,7 @@ joint or the point of a link, the time and the limit (exit status 2).
 --output writes the points as a trajectory_msgs/JointTrajectory in YAML, the message's
 fields as ``ros2 topic echo`` (rosidl_runtime_py's message_to_yaml) writes them; --send
 ACTION sends them as a control_msgs/action/FollowJointTrajectory goal
-(robot_dynamics.nodes.identification.plan_sender) while /joint_states is recorded into
+(robot_dynamics.nodes.identify.send) while /joint_states is recorded into
 --record DIR.
 """
 
@@ -28,11 +28,13 @@ from typing import NamedTuple
 import numpy as np
 import yaml
 
+from robot_dynamics.identification.arm import optimal_excitation
 from robot_dynamics.nodes.common.outputs import duration_fields, write_file
+from robot_dynamics.nodes.identify.common import BAD_INPUT, InputError
+from robot_dynamics.nodes.identify.prior import layered_parameters, prior_model
 from robot_dynamics.motion_limits import (first_violation, link_point_names, start_clearance,
                                           Workspace, workspace_violation)
 
-BAD_INPUT = 2
 CLEARANCE = 0.05           # m the optimiser keeps from the floor and the keep-out boxes
 RATE = 100.0               # Hz of the trajectory points
 START_KEY = 'initial_positions'
@@ -53,7 +55,7 @@ class Plan(NamedTuple):
     q: np.ndarray            # (K, n) positions, velocities, accelerations
     qd: np.ndarray
     qdd: np.ndarray
-    excitation: object       # the arm_identification.Excitation
+    excitation: object       # the identification.arm.Excitation
     seconds: float           # planning time
     notes: list              # what the planner changed (one line each)
 
@@ -162,11 +164,10 @@ def check_arguments(options):
 
 def robot(options):
     """(model, joint names, other parameters) from the parameter files; PlanError."""
-    from robot_dynamics.nodes.identification import common
     try:
-        model, joints, _ = common.prior_model(options.params_files, options.node)
-        _, others = common.layered_parameters(options.params_files, options.node)
-    except common.InputError as error:
+        model, joints, _ = prior_model(options.params_files, options.node)
+        _, others = layered_parameters(options.params_files, options.node)
+    except InputError as error:
         raise PlanError(str(error)) from None
     return model, joints, others
 
@@ -215,7 +216,6 @@ def make_plan(model, joints, start, workspace, options):
                          'or a box at the start, kept half as far from it as there: '
                          f'{", ".join(closer)}')
         constraint = lambda q: workspace_violation(model, q, workspace, clearance)  # noqa: E731
-    from robot_dynamics.arm_identification import optimal_excitation
     began = time.monotonic()
     try:
         excitation = optimal_excitation(model, options.duration, start, seed=options.seed,
@@ -328,9 +328,9 @@ def plan_and_write(options, model, joints, workspace, start, origin, out=print):
 
 def run_plan(argv, options, send):
     """main() of `identify plan`: the exit status. With --send, `send(argv, options, model,
-    joints, workspace)` (robot_dynamics.nodes.identification.plan_sender.send, which
-    imports this module: passed in by the command line, so that the imports go one way)
-    sends it; argv (with the ROS arguments) initialises rclpy."""
+    joints, workspace)` (robot_dynamics.nodes.identify.send.send, which imports this
+    module: passed in by the command line, so that the imports go one way) sends it; argv
+    (with the ROS arguments) initialises rclpy."""
     try:
         workspace = check_arguments(options)
         model, joints, others = robot(options)

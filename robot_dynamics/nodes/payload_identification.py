@@ -41,7 +41,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
-from robot_dynamics.identification import PayloadEstimator
+from robot_dynamics.identification.payload import PayloadEstimator
 from robot_dynamics.nodes.common.ros_params import (
     as_bool, as_choice, as_float, ConfigurationError, declare)
 

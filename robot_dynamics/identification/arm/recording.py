@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics.arm_identification.libraries import _require
+from robot_dynamics.identification.arm.libraries import _require
 
 
 class RecordingError(ValueError):
