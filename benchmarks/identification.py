@@ -56,7 +56,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from robot_dynamics import dynamics, simulation  # noqa: E402
 from robot_dynamics.trajectories import profiles  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
@@ -209,7 +209,7 @@ def estimated(arm, friction, estimation, validation, keep, folder, write, floor,
     import shutil
     import tempfile
     import realistic_recordings as rr
-    from robot_dynamics.joint_state_bag import read_joint_states
+    from robot_dynamics.identification.recordings import read_joint_states
     from robot_dynamics.nodes.identify import pieces
     out = {}
     with tempfile.TemporaryDirectory() as temporary:

@@ -209,7 +209,7 @@ def trial(args, which, duration, gains, folder):
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     from robot_dynamics.nodes.send_trajectory import trajectory_message
-    from robot_dynamics.profiles import sample_profile
+    from robot_dynamics.trajectories.profiles import sample_profile
     joints, start, goal = demo_move(args.robot)
     direct = which == 'direct'
     clock = time.perf_counter

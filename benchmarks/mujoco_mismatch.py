@@ -41,7 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 
 PANDA = os.path.join(REPO, 'config', 'panda.yaml')

@@ -52,7 +52,7 @@ for _path in (REPO, os.path.join(REPO, 'benchmarks')):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from robot_dynamics import dynamics  # noqa: E402
 from robot_dynamics.simulation import mujoco_engine  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402

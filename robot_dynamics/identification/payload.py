@@ -32,7 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics, simulation
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics import dynamics, simulation
 from robot_dynamics.control import ComputedTorqueLaw
 
 __all__ = ['payload_regressor', 'payload_parameters', 'payload_from_parameters',

@@ -130,7 +130,7 @@ def _depths(x, workspace, moving=None):
 
 def acceleration_limits(model):
     """Per joint |q̈| bound [rad/s² | m/s²] and where it comes from."""
-    from robot_dynamics.arm_identification import excitation_limits
+    from robot_dynamics.identification.arm import excitation_limits
     bound = excitation_limits(model, acceleration_margin=1.0)['acceleration']
     origin = ['what robot.effort_max allows against the largest inertia and gravity'
               if math.isfinite(e) else 'the default without robot.effort_max'

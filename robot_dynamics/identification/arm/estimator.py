@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics import dynamics
 from robot_dynamics.model import FRICTION_MODELS, Payload, RobotModel, _payload
 from robot_dynamics.identification.arm.base import BaseParameters, _random_states, base_parameters
 from robot_dynamics.identification.arm.least_squares import (_compress, _inverse, _long_run, _noise_shape, _weighted,

@@ -3,7 +3,7 @@ give it, and physical consistency (pseudo-inertia, Wensing, Kim & Slotine 2018).
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
 from robot_dynamics.model import RobotModel
 from robot_dynamics.identification.arm.parameters import (JOINT_PARAMETERS, _per_index, _sym, _urdf6, arm_parameters,
                             joint_terms)

@@ -3,7 +3,7 @@ in link frame i, joint i's armature, friction levels and offset), and φ of a mo
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
 
 
 LINK_PARAMETERS = ('m', 'm*c_x', 'm*c_y', 'm*c_z', 'I_xx', 'I_xy', 'I_xz', 'I_yy', 'I_yz',

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics import dynamics
 from robot_dynamics.identification.arm.parameters import _link_transforms, joint_terms
 
 

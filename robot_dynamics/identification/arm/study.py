@@ -6,7 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms, dynamics, simulation
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics import dynamics, simulation
 from robot_dynamics.identification.arm.base import _random_states
 from robot_dynamics.identification.arm.models import _payload_parameters, model_with_parameters
 from robot_dynamics.identification.arm.parameters import _per_index, _urdf6, arm_parameters
