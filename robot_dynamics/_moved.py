@@ -27,7 +27,7 @@ MOVED = {
     'robot_dynamics.speed_scaling': 'robot_dynamics.trajectories.speed_scaling',
     'robot_dynamics.feasibility': 'robot_dynamics.trajectories.feasibility',
     'robot_dynamics.profiles': 'robot_dynamics.trajectories.profiles',
-    'robot_dynamics.motion_limits': 'robot_dynamics.trajectories.motion_limits',
+    'robot_dynamics.motion_limits': 'robot_dynamics.identification.motion_limits',
     'robot_dynamics.integration': 'robot_dynamics.simulation.integration',
     'robot_dynamics.engines': 'robot_dynamics.simulation.engines',
     'robot_dynamics.engine_frames': 'robot_dynamics.simulation.engine_frames',

@@ -6,7 +6,8 @@ Modules
 `payload` (the load the arm carries: `PayloadEstimator`, `exciting_trajectory`, ...),
 `arm` (the whole arm: every link's inertial parameters, rotor inertia and friction;
 `arm.identify_arm`, `arm.optimal_excitation`, ...), `recordings` (sensor_msgs/JointState
-rosbag2 recordings: `read_joint_states`, `JointStateBagWriter`).
+rosbag2 recordings: `read_joint_states`, `JointStateBagWriter`), `motion_limits` (joint
+limits, workspace and floor an identification motion keeps: `first_violation`).
 
 The payload API is importable from the package itself
 (``from robot_dynamics.identification import PayloadEstimator``); the whole arm's from

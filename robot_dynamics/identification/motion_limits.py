@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from robot_dynamics.dynamics import algorithms
+from robot_dynamics.identification.arm.excitation import excitation_limits
 
 TOLERANCE = 1e-9          # rad | m (and per s, per s²): rounding, not a margin
 WORKSPACE_TOLERANCE = 1e-4   # m: a motion kept clear at 2000 samples per period (as
@@ -130,7 +131,6 @@ def _depths(x, workspace, moving=None):
 
 def acceleration_limits(model):
     """Per joint |q̈| bound [rad/s² | m/s²] and where it comes from."""
-    from robot_dynamics.identification.arm import excitation_limits
     bound = excitation_limits(model, acceleration_margin=1.0)['acceleration']
     origin = ['what robot.effort_max allows against the largest inertia and gravity'
               if math.isfinite(e) else 'the default without robot.effort_max'
