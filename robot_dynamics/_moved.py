@@ -16,7 +16,7 @@ import sys
 
 MOVED = {
     'robot_dynamics.urdf': 'robot_dynamics.model.urdf',
-    'robot_dynamics.model_checks': 'robot_dynamics.model.checks',
+    'robot_dynamics.model_checks': 'robot_dynamics.dynamics.checks',
     'robot_dynamics.algorithms': 'robot_dynamics.dynamics.algorithms',
     'robot_dynamics.codegen': 'robot_dynamics.dynamics.codegen',
     'robot_dynamics._numba_loops': 'robot_dynamics.dynamics._numba_loops',
