@@ -68,6 +68,8 @@ LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before sayin
 class PlantSimulator(Node):
     """Integrates the arm under the commanded efforts; publishes /joint_states (+ /clock)."""
 
+    parameter_table = NODE_NAME     # robot_dynamics.parameters.TABLES
+
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self.model = None        # until the robot model exists (robot_description topic)

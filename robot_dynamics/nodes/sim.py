@@ -156,6 +156,8 @@ class DemoMove(Node):
     `start_positions` and `goal_positions` have no default: `sim` and sim.launch.py give
     them (derived from the robot, or the robot's own demo file)."""
 
+    parameter_table = 'demo_move'     # robot_dynamics.parameters.TABLES
+
     def __init__(self, **kwargs):
         super().__init__('demo_move', **kwargs)
         self.joints = tuple(declare(self, 'joints', None, 'joint names (default: the '

@@ -249,8 +249,8 @@ def unknown_parameters(node, args):
 
 def _package_names():
     """Every parameter name a node of the package declares (`<joint>`: any joint name)."""
-    from robot_dynamics.nodes.common.parameter_catalogue import NAMES
-    return sorted({name for names in NAMES.values() for name in names})
+    from robot_dynamics.parameters import catalogue
+    return sorted({name for names in catalogue().values() for name in names})
 
 
 def declared_by_the_package(name):
