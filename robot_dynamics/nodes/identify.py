@@ -33,7 +33,7 @@ trajectory_msgs/JointTrajectory YAML file and/or sends it to any FollowJointTraj
 action server while recording /joint_states (robot_dynamics.nodes.identification.identify_plan).
 
 `estimate` builds the prior model from the parameter files (every --params-file, in order,
-layered as the nodes layer them: robot_dynamics.nodes.common.params_file), reads the
+layered as the nodes layer them: robot_dynamics.parameters.params_file), reads the
 recordings (robot_dynamics.joint_state_bag: any robot's ``ros2 bag record /joint_states``
 with position and effort, and velocity when recorded (else the velocities come from the
 positions); jittered, dropped, duplicated or late messages,

@@ -47,7 +47,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes.trajectories import goal_sender
 from robot_dynamics.nodes.common.outputs import duration_fields
-from robot_dynamics.nodes.common.params_file import check_params_files, ParamsFileError
+from robot_dynamics.parameters.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.profiles import PROFILES, sample_profile
 

@@ -79,8 +79,8 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common import control_laws, demo_plan
 from robot_dynamics.nodes.common.law_demo import LawDemo
-from robot_dynamics.nodes.common.layering import EVERY_NODE, node_fqn, write_nodes_file
-from robot_dynamics.nodes.common.params_file import (check_params_files, error_source,
+from robot_dynamics.parameters.layering import EVERY_NODE, node_fqn, write_nodes_file
+from robot_dynamics.parameters.params_file import (check_params_files, error_source,
                                                      node_name_of, node_sections,
                                                      ParamsFileError)
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
@@ -361,7 +361,7 @@ def parameter_items(ros_args):
     `ros_args` (after ``--ros-args``), values read as rcl reads them (YAML); ``-p
     node:name:=value`` names the node."""
     import yaml
-    from robot_dynamics.model import ParameterFileLoader
+    from robot_dynamics.parameters.params_file import ParameterFileLoader
     items, inside = [], False
     args = list(ros_args)
     for i, arg in enumerate(args):

@@ -51,15 +51,18 @@ CONTROLLER = (
         'the control law: computed_torque (gains.*), gravity_compensation, '
         'joint_impedance (joint_impedance.*), cartesian_impedance (cartesian.*, '
         '~/target_pose); switched at the next cycle without an effort jump at rest')),
-    Parameter('effort_rate_limit', 'double[]', default=0.0, per_joint=True, minimum=0.0, empty=True, live=True,
+    Parameter('effort_rate_limit', 'double[]', default=0.0, per_joint=True, minimum=0.0,
+              empty=True, live=True,
               description=(
         'per joint bound on the change rate of the commanded effort, under every law, '
         'after the effort limits [N m/s | N/s]; 0 = none')),
-    Parameter('gravity_compensation.damping', 'double[]', default=0.0, per_joint=True, minimum=0.0, live=True,
+    Parameter('gravity_compensation.damping', 'double[]', default=0.0, per_joint=True, minimum=0.0,
+              live=True,
               description=(
         'gravity_compensation: per joint viscous damping D in tau = g(q) - D qd [N m '
         's/rad | N s/m]; >= 0')),
-    Parameter('joint_impedance.stiffness', 'double[]', default=FROM_MODEL, per_joint=True, minimum=0.0, live=True,
+    Parameter('joint_impedance.stiffness', 'double[]', default=FROM_MODEL, per_joint=True,
+              minimum=0.0, live=True,
               description=(
         'joint_impedance: per joint stiffness [N m/rad | N/m], >= 0; default: 10^2 '
         '1/s^2 times the mass matrix diagonal at the middle of the position limits')),
@@ -68,12 +71,14 @@ CONTROLLER = (
               description=(
         'joint_impedance: per joint damping [N m s/rad | N s/m], >= 0; empty: from '
         'joint_impedance.damping_ratio')),
-    Parameter('joint_impedance.damping_ratio', 'double', default=1.0, minimum=0.0, exclusive_minimum=True,
+    Parameter('joint_impedance.damping_ratio', 'double', default=1.0, minimum=0.0,
+              exclusive_minimum=True,
               live=True,
               description=(
         'joint_impedance: damping ratio of each joint (with its mass matrix diagonal) '
         'when joint_impedance.damping is empty; > 0, 1 = critical')),
-    Parameter('joint_impedance.feedforward', 'string', default='none', choices=FEEDFORWARDS, live=True,
+    Parameter('joint_impedance.feedforward', 'string', default='none', choices=FEEDFORWARDS,
+              live=True,
               description=(
         'joint_impedance: none (spring-damper plus g(q)), coriolis (plus C(q, qd) qd), '
         'inverse_dynamics (plus M(q) qdd_d and C(q, qd_d) qd_d of the reference)')),
@@ -86,7 +91,8 @@ CONTROLLER = (
               description=(
         "cartesian_impedance: the controlled frame in the model's tip frame, x y z [m] "
         "qx qy qz qw; empty: the tip frame itself")),
-    Parameter('cartesian.stiffness', 'double[]', default=FROM_MODEL, length=6, minimum=0.0, live=True,
+    Parameter('cartesian.stiffness', 'double[]', default=FROM_MODEL, length=6, minimum=0.0,
+              live=True,
               description=(
         'cartesian_impedance: stiffness along x y z [N/m] and about x y z [N m/rad] of '
         'the base frame, >= 0; default: 10^2 1/s^2 times the smallest mass (inertia) 1 '
@@ -97,7 +103,8 @@ CONTROLLER = (
               description=(
         'cartesian_impedance: damping along x y z [N s/m] and about x y z [N m s/rad]; '
         'empty: from cartesian.damping_ratio')),
-    Parameter('cartesian.damping_ratio', 'double', default=1.0, minimum=0.0, exclusive_minimum=True,
+    Parameter('cartesian.damping_ratio', 'double', default=1.0, minimum=0.0,
+              exclusive_minimum=True,
               live=True,
               description=(
         'cartesian_impedance: damping ratio when cartesian.damping is empty; > 0, 1 = '
@@ -107,7 +114,8 @@ CONTROLLER = (
               description=(
         'cartesian_impedance: joint posture [rad | m] pulled towards in the nullspace '
         'of the task (redundant arms); empty: none')),
-    Parameter('cartesian.nullspace_stiffness', 'double[]', default=FROM_MODEL, per_joint=True, minimum=0.0, live=True,
+    Parameter('cartesian.nullspace_stiffness', 'double[]', default=FROM_MODEL, per_joint=True,
+              minimum=0.0, live=True,
               description=(
         'cartesian_impedance: per joint stiffness towards cartesian.nullspace_posture '
         '[N m/rad | N/m], >= 0, damped with ratio 1; default: as '
@@ -127,18 +135,22 @@ CONTROLLER = (
               description=(
         'zero effort when a controlled joint has not been heard from for this long [s '
         'of node clock]; 0 = never')),
-    Parameter('constraints.goal_tolerance', 'double', default=0.01, minimum=0.0, maximum=1000.0, live=True,
+    Parameter('constraints.goal_tolerance', 'double', default=0.01, minimum=0.0, maximum=1000.0,
+              live=True,
               description=(
         'goal reached when every |q - q_goal| <= this after the last point [rad | m]; 0'
         ' = not checked')),
-    Parameter('constraints.stopped_velocity_tolerance', 'double', default=0.01, minimum=0.0, maximum=1000.0, live=True,
+    Parameter('constraints.stopped_velocity_tolerance', 'double', default=0.01, minimum=0.0,
+              maximum=1000.0, live=True,
               description=(
         'goal reached only when every |qd| <= this [rad/s | m/s]; 0 = not checked')),
-    Parameter('constraints.<joint>.trajectory', 'double', default=0.0, minimum=0.0, maximum=1000.0, live=True,
+    Parameter('constraints.<joint>.trajectory', 'double', default=0.0, minimum=0.0, maximum=1000.0,
+              live=True,
               description=(
         'path tolerance on the position of the joint while an action goal runs, unless '
         'the goal gives one [rad | m]; 0 = not checked')),
-    Parameter('constraints.<joint>.goal', 'double', default=0.0, minimum=0.0, maximum=1000.0, live=True,
+    Parameter('constraints.<joint>.goal', 'double', default=0.0, minimum=0.0, maximum=1000.0,
+              live=True,
               description=(
         'goal tolerance on the position of the joint after the last point, unless the '
         'goal gives one [rad | m]; 0 = constraints.goal_tolerance')),
@@ -147,7 +159,8 @@ CONTROLLER = (
         'on a cancel, a tolerance violation, cmd_timeout or an empty trajectory: bring '
         'every joint to rest at its constraints.<joint>.max_deceleration_on_cancel '
         'instead of holding at once')),
-    Parameter('constraints.<joint>.max_deceleration_on_cancel', 'double', default=0.0, minimum=0.0, maximum=1000000.0,
+    Parameter('constraints.<joint>.max_deceleration_on_cancel', 'double', default=0.0, minimum=0.0,
+              maximum=1000000.0,
               description=(
         'deceleration of the joint when it stops with constraints.decelerate_on_cancel '
         '[rad/s^2 | m/s^2]; > 0 for that')),
@@ -189,7 +202,8 @@ CONTROLLER = (
         'hold the measured position (or decelerate) when no new trajectory came this '
         'long after the last point of the current one [s]; 0 = never; must exceed '
         'constraints.goal_time')),
-    Parameter('speed_scaling.initial_scaling_factor', 'double', default=1.0, minimum=0.0, maximum=1.0,
+    Parameter('speed_scaling.initial_scaling_factor', 'double', default=1.0, minimum=0.0,
+              maximum=1.0,
               description=(
         'speed scaling factor at start-up (the trajectory time advances at this '
         'fraction of the clock); [0, 1], 1 = normal speed, 0 = pause. Changed on '
@@ -210,19 +224,23 @@ CONTROLLER = (
               description=(
         'feedback rate of ~/follow_joint_trajectory goals [Hz of the cycle time]; '
         'outcomes are checked every control cycle')),
-    Parameter('constraints.goal_time', 'double', default=0.0, minimum=0.0, maximum=1000000.0, live=True,
+    Parameter('constraints.goal_time', 'double', default=0.0, minimum=0.0, maximum=1000000.0,
+              live=True,
               description=(
         'default goal_time_tolerance of action goals: GOAL_TOLERANCE_VIOLATED when the '
         'goal tolerance is not met this long after the last point [s]; 0 = wait for '
         'ever')),
-    Parameter('identification.cutoff_frequency', 'double', default=5.0, minimum=0.0, maximum=1000000000.0,
+    Parameter('identification.cutoff_frequency', 'double', default=5.0, minimum=0.0,
+              maximum=1000000000.0,
               description=(
         'low-pass cut-off of the regressor rows [Hz] (instead of differentiating the '
         'measured velocity)')),
-    Parameter('identification.max_condition', 'double', default=300.0, minimum=0.0, maximum=1000000000.0,
+    Parameter('identification.max_condition', 'double', default=300.0, minimum=0.0,
+              maximum=1000000000.0,
               description=(
         'largest condition number of the scaled regressor that counts as excited [1]')),
-    Parameter('identification.max_mass_std', 'double', default=0.05, minimum=0.0, maximum=1000000000.0,
+    Parameter('identification.max_mass_std', 'double', default=0.05, minimum=0.0,
+              maximum=1000000000.0,
               description=(
         'largest mass standard deviation that counts as excited [kg]')),
     Parameter('identification.method', 'string', default='ls',

@@ -59,11 +59,13 @@ PLANT = (
     Parameter('divergence_velocity', 'double', default=1000.0, minimum=1e-06,
               description=(
         'stop integrating when any |qd| exceeds this [rad/s | m/s]')),
-    Parameter('measurement_noise.position_stddev', 'double', default=0.0, minimum=0.0, maximum=1000.0,
+    Parameter('measurement_noise.position_stddev', 'double', default=0.0, minimum=0.0,
+              maximum=1000.0,
               description=(
         'standard deviation of the Gaussian noise added to the published positions [rad'
         ' | m]; 0 = none')),
-    Parameter('measurement_noise.velocity_stddev', 'double', default=0.0, minimum=0.0, maximum=1000.0,
+    Parameter('measurement_noise.velocity_stddev', 'double', default=0.0, minimum=0.0,
+              maximum=1000.0,
               description=(
         'standard deviation of the Gaussian noise added to the published velocities '
         '[rad/s | m/s]; 0 = none')),

@@ -13,6 +13,7 @@ from std_msgs.msg import String
 
 from robot_dynamics import parameters
 from robot_dynamics.model import RobotModel
+from robot_dynamics.parameters.layering import YAML_NULLS
 from robot_dynamics.parameters import (as_bool, as_choice, as_float, as_floats,  # noqa: F401
                                        as_string, ConfigurationError)
 
@@ -24,10 +25,6 @@ __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types',
 # No payload unless one is given: robot.payload.* read back 0, not unset
 PAYLOAD_DEFAULTS = {'payload.mass': 0.0, 'payload.com': [0.0] * 3,
                     'payload.inertia': [0.0] * 6}
-
-# YAML's null as rcl's parameter-file parser reads it (a string)
-YAML_NULLS = ('null', 'Null', 'NULL', '~')
-
 
 _TABLE = object()    # declare's default: the table's
 

@@ -31,8 +31,8 @@ from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.signals import SignalHandlerOptions
 
 from robot_dynamics.nodes.common import realtime
-from robot_dynamics.nodes.common.layering import layered_arguments
-from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
+from robot_dynamics.parameters.layering import layered_arguments
+from robot_dynamics.parameters.params_file import (_ros_items, check_params_files,
                                               command_line_parameters, mixed_list_problem,
                                               layered_origin, node_name_of,
                                               node_sections, params_files, ParamsFileError,
@@ -368,7 +368,7 @@ def check_command_line_parameters(args):
     ``-p "gains.kp:=[150, 150.5]"`` (rcl: "Sequence should be of same type"; rclpy.init
     raises it as a 20-line traceback)."""
     import yaml
-    from robot_dynamics.model import ParameterFileLoader     # YAML 1.2 floats, as rcl
+    from robot_dynamics.parameters.params_file import ParameterFileLoader  # YAML 1.2 floats
     for item in _ros_items(args, ('-p', '--param')):
         name, assigned, text = item.partition(':=')
         if not assigned:
@@ -446,7 +446,7 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
         node = node_class()
     except ConfigurationError as error:
         hint = sections_hint(node_name, argv) if str(error).startswith('robot:') else ''
-        from robot_dynamics.nodes.common.params_file import error_source   # which file
+        from robot_dynamics.parameters.params_file import error_source   # which file
         namespace, name = node_name_of(node_name, argv)
         logger.error(f'bad parameter: {error}'
                      f'{error_source(argv, name, error, f"{namespace}/{name}")}{hint}')

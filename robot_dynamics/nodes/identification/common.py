@@ -39,9 +39,9 @@ def layered_parameters(paths, node_name=None):
 def _layers(paths, node_name):
     """[(path, {dotted name: value})]: the sections of the files that apply to the node,
     file after file, each file's in its order: the nodes' own layering
-    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
-    from robot_dynamics.nodes.common.layering import parameter_layers
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    (robot_dynamics.parameters.layering), values typed as rcl types them."""
+    from robot_dynamics.parameters.layering import parameter_layers
+    from robot_dynamics.parameters.params_file import check_params_file, ParamsFileError
     try:
         for path in paths:
             check_params_file(path)

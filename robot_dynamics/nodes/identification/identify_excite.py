@@ -29,7 +29,7 @@ from std_msgs.msg import String
 from robot_dynamics.joint_state_bag import BagError, JointStateBagWriter
 from robot_dynamics.nodes.trajectories import goal_sender
 from robot_dynamics.nodes.excite import ExcitationSender
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.parameters.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint

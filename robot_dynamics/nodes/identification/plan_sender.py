@@ -23,7 +23,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from robot_dynamics import dynamics
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.parameters.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.identification import identify_plan
 from robot_dynamics.nodes.identification.identify_excite import ExcitationRecorder
