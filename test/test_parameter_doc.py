@@ -92,8 +92,7 @@ def differences(node_name):
                 found.append(f'{name}: range {ranges}, table [{low}, {high}]')
         elif ranges:
             found.append(f'{name}: range {ranges}, none in the table')
-        if entry.default is not parameters.FROM_MODEL and name not in (
-                'initial_positions',):      # the plant's: the middle of the limits
+        if entry.default is not parameters.FROM_MODEL:
             expected = entry.default_value(n)
             if default != expected:
                 found.append(f'{name}: default {default!r}, table {expected!r}')
@@ -151,3 +150,36 @@ def test_a_renamed_parameter_would_be_caught(monkeypatch):
     found = differences('plant_simulator')
     assert 'integration_stepsize: declared, not in the table' in found
     assert 'integration_step: in the table, not declared' in found
+
+
+def test_the_tables_choices_are_the_cores():
+    """The tables list the choices of the core's own tuples (they do not import the core,
+    which imports them)."""
+    from robot_dynamics import engines, integration, trajectory
+    from robot_dynamics.parameters import controller, plant
+    assert plant.INTEGRATION_METHODS == tuple(integration.METHODS)
+    assert plant.ENGINES == tuple(engines.ENGINES)
+    assert controller.INTERPOLATION_METHODS == tuple(trajectory.INTERPOLATION_METHODS)
+
+
+def test_one_message_per_rule_at_start_up_and_live():
+    """The table's check names the parameter, the index and the rule."""
+    kp = parameters.lookup('computed_torque_controller', 'gains.kp')
+    with pytest.raises(parameters.ConfigurationError,
+                       match=r'^gains\.kp\[2\]: must be > 0, got -1\.0$'):
+        parameters.check(kp, [100.0, 100.0, -1.0], n=3)
+    with pytest.raises(parameters.ConfigurationError,
+                       match=r'^gains\.kp: expected 3 values \(one per joint\), got 2$'):
+        parameters.check(kp, [100.0, 100.0], n=3)
+    rate = parameters.lookup('computed_torque_controller', 'control_rate')
+    with pytest.raises(parameters.ConfigurationError,
+                       match=r'^control_rate: must be >= 0\.1 and <= 10000, got 0\.0$'):
+        parameters.check(rate, 0.0)
+    law = parameters.lookup('computed_torque_controller', 'control_law')
+    with pytest.raises(parameters.ConfigurationError, match=r"^control_law: 'pid' is not one"):
+        parameters.check(law, 'pid')
+    goal = parameters.lookup('computed_torque_controller', 'constraints.joint_2.goal')
+    assert goal.name == 'constraints.<joint>.goal'
+    with pytest.raises(parameters.ConfigurationError,
+                       match=r'^constraints\.joint_2\.goal: must be >= 0 and <= 1000'):
+        parameters.check(goal, -0.5, name='constraints.joint_2.goal')

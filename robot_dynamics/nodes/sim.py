@@ -86,8 +86,8 @@ from robot_dynamics.parameters.params_file import (check_params_files, error_sou
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               ros_session, StartRefused,
                                               warn_unknown_parameters)
-from robot_dynamics.nodes.common.ros_params import (
-    as_float, as_floats, as_string, closest_name, ConfigurationError, declare)
+from robot_dynamics.nodes.common.ros_params import (closest_name, ConfigurationError, declare,
+                                                   validated)
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
@@ -160,15 +160,10 @@ class DemoMove(Node):
 
     def __init__(self, **kwargs):
         super().__init__('demo_move', **kwargs)
-        self.joints = tuple(declare(self, 'joints', None, 'joint names (default: the '
-                                    "controller's)", read_only=True) or ())
-        controller = as_string('controller', declare(
-            self, 'controller', 'computed_torque_controller', 'controller node name',
-            read_only=True))
-        start = declare(self, 'start_positions', None, "where the move starts (the plant's "
-                        'initial_positions) [rad | m]', read_only=True)
-        goal = declare(self, 'goal_positions', None, 'goal of the move [rad | m]',
-                       read_only=True)
+        self.joints = tuple(declare(self, 'joints') or ())
+        controller = validated(self, 'controller', declare(self, 'controller'))
+        start = declare(self, 'start_positions')
+        goal = declare(self, 'goal_positions')
         for name, value in (('start_positions', start), ('goal_positions', goal)):
             if value is None:
                 raise ConfigurationError(
@@ -177,11 +172,10 @@ class DemoMove(Node):
                     'and goal_positions, one value per joint)')
         n = len(self.joints) if self.joints else (
             len(start) if isinstance(start, (list, tuple)) else 0)
-        self.start = np.array(as_floats('start_positions', start, n))
-        self.goal = np.array(as_floats('goal_positions', goal, n))
-        self.duration = as_float('move_duration', declare(
-            self, 'move_duration', MOVE_DURATION, 'duration of the quintic move [s]',
-            read_only=True, minimum=0.01, maximum=3600.0), positive=True)
+        self.start = np.array(validated(self, 'start_positions', start, n))
+        self.goal = np.array(validated(self, 'goal_positions', goal, n))
+        self.duration = validated(self, 'move_duration',
+                                  declare(self, 'move_duration', MOVE_DURATION))
         self.sent = False
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._publisher = self.create_publisher(JointTrajectory,

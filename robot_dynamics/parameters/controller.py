@@ -231,19 +231,22 @@ CONTROLLER = (
         'goal tolerance is not met this long after the last point [s]; 0 = wait for '
         'ever')),
     Parameter('identification.cutoff_frequency', 'double', default=5.0, minimum=0.0,
+              exclusive_minimum=True,
               maximum=1000000000.0,
               description=(
         'low-pass cut-off of the regressor rows [Hz] (instead of differentiating the '
         'measured velocity)')),
     Parameter('identification.max_condition', 'double', default=300.0, minimum=0.0,
+              exclusive_minimum=True,
               maximum=1000000000.0,
               description=(
         'largest condition number of the scaled regressor that counts as excited [1]')),
     Parameter('identification.max_mass_std', 'double', default=0.05, minimum=0.0,
+              exclusive_minimum=True,
               maximum=1000000000.0,
               description=(
         'largest mass standard deviation that counts as excited [kg]')),
-    Parameter('identification.method', 'string', default='ls',
+    Parameter('identification.method', 'string', default='ls', choices=('ls', 'iv'),
               description=(
         "'ls' (least squares) or 'iv' (instrumental variables: the tracked reference as"
         " instrument, robust to noise on the measured q and q̇)")),

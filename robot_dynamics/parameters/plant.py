@@ -1,12 +1,12 @@
 """plant_simulator (the executable `plant`, and in `sim`): its own parameters (the robot
 block and the shared ones: robot.py, common.py)."""
 
-from robot_dynamics.parameters.schema import Parameter
+from robot_dynamics.parameters.schema import FROM_MODEL, Parameter
 
 INTEGRATION_METHODS = ('rk4', 'euler')
 ENGINES = ('own', 'mujoco')                     # robot_dynamics.engines'
 PLANT = (
-    Parameter('initial_positions', 'double[]', default=[0.0, 0.0, 0.0, -0.0698, 0.0, 0.0, 0.0],
+    Parameter('initial_positions', 'double[]', default=FROM_MODEL, per_joint=True,
               description=(
         'initial joint positions [rad | m]; default 0, or the nearest position limit '
         'where 0 is outside the limits')),
@@ -25,6 +25,7 @@ PLANT = (
         '/joint_states rate in simulated time [Hz]; rounded to a whole number of '
         'integration steps')),
     Parameter('command_topic', 'string', default='/effort_controller/commands',
+              nonempty=True,
               description=(
         'effort command topic (std_msgs/Float64MultiArray, joints order, N m | N)')),
     Parameter('command_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0,
@@ -69,7 +70,7 @@ PLANT = (
               description=(
         'standard deviation of the Gaussian noise added to the published velocities '
         '[rad/s | m/s]; 0 = none')),
-    Parameter('measurement_noise.seed', 'integer', default=-1,
+    Parameter('measurement_noise.seed', 'integer', default=-1, minimum=-1,
               description=(
         'seed of the noise generator (>= 0: the same noise on every run); -1 = seeded '
         'from the operating system')),

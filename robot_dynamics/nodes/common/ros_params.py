@@ -40,13 +40,15 @@ def entry(node, name):
     return parameters.lookup(table_name(node), name)
 
 
-def validated(node, name, value):
+def validated(node, name, value, n=None):
     """`value` of `node`'s parameter `name` checked by the rules of its table entry (the one
-    check per rule, at start-up and for live changes); ConfigurationError names it."""
+    check per rule, at start-up and for live changes); ConfigurationError names it. `n`:
+    the length of a per-joint array (default: the node's model's joint count)."""
     found = entry(node, name)
     model = getattr(node, 'model', None)
-    return parameters.check(found, value, n=model.n if model is not None else None,
-                            name=name) if found is not None else value
+    if n is None and model is not None:
+        n = model.n
+    return parameters.check(found, value, n=n, name=name) if found is not None else value
 
 
 def declare(node, name, default=_TABLE, description='', read_only=False, minimum=None,
