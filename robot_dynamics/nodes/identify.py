@@ -721,15 +721,8 @@ def _innermost_frame(error):
 
 def _without_ros_args(argv):
     """argv without a ``--ros-args ... [--]`` part (estimate does not use ROS)."""
-    out, inside = [], False
-    for arg in argv:
-        if arg == '--ros-args':
-            inside = True
-        elif inside and arg == '--':
-            inside = False
-        elif not inside:
-            out.append(arg)
-    return out
+    from robot_dynamics.parameters.params_file import ros_args_positions
+    return [arg for _, arg, inside in ros_args_positions(argv) if not inside]
 
 
 if __name__ == '__main__':

@@ -81,8 +81,8 @@ from robot_dynamics.nodes.common import control_laws, demo_plan
 from robot_dynamics.nodes.common.law_demo import LawDemo
 from robot_dynamics.parameters.layering import EVERY_NODE, node_fqn, write_nodes_file
 from robot_dynamics.parameters.params_file import (check_params_files, error_source,
-                                                     node_name_of, node_sections,
-                                                     ParamsFileError)
+                                                   node_name_of, node_sections,
+                                                   ParamsFileError)
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               ros_session, StartRefused,
                                               warn_unknown_parameters)
@@ -354,26 +354,12 @@ def parameter_items(ros_args):
     """[(node name or None, parameter, value)] of the ``-p`` / ``--param`` items of
     `ros_args` (after ``--ros-args``), values read as rcl reads them (YAML); ``-p
     node:name:=value`` names the node."""
-    import yaml
-    from robot_dynamics.parameters.params_file import ParameterFileLoader
-    items, inside = [], False
-    args = list(ros_args)
-    for i, arg in enumerate(args):
-        if arg == '--ros-args':
-            inside = True
-        elif arg == '--':
-            inside = False
-        elif inside and arg in ('-p', '--param') and i + 1 < len(args) \
-                and ':=' in args[i + 1]:
-            target, text = args[i + 1].split(':=', 1)
-            node, _, name = target.rpartition(':')
-            try:
-                value = yaml.load(text, Loader=ParameterFileLoader)
-            except yaml.YAMLError:
-                value = text
-            if isinstance(value, list) and {type(v) for v in value} == {int, float}:
-                value = [float(v) for v in value]      # as a list of doubles
-            items.append((node or None, name, value))
+    from robot_dynamics.parameters.params_file import command_line_items
+    items = []
+    for node, name, value, _ in command_line_items(ros_args):
+        if isinstance(value, list) and {type(v) for v in value} == {int, float}:
+            value = [float(v) for v in value]      # as a list of doubles
+        items.append((node, name, value))
     return items
 
 

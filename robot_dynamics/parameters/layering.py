@@ -27,8 +27,8 @@ import yaml
 # the lower module: its file checks and command-line reading, the section matching and the
 # `# from` comment this module writes and `layered_origin` reads
 from robot_dynamics.parameters.params_file import (_quoted, layered_origin, node_name_of,
-                                                     ORIGIN, ParamsFileError,
-                                                     section_matches)
+                                                   ORIGIN, ParamsFileError,
+                                                   ros_args_positions, section_matches)
 
 __all__ = ['rcl_scalar', 'read_sections', 'section_matches', 'node_fqn', 'parameter_layers',
            'layered_parameters', 'layered_sections', 'write_layered_file',
@@ -453,17 +453,6 @@ def write_nodes_file(paths, nodes, header=''):
 # ------------------------------------------------------------------------- command lines
 
 
-def _ros_blocks(args):
-    """(index, inside --ros-args) for each argument."""
-    inside = False
-    for i, arg in enumerate(args):
-        if arg == '--ros-args':
-            inside = True
-        elif arg == '--':
-            inside = False
-        yield i, arg, inside
-
-
 def layered_arguments(args, default_name):
     """(arguments, merged file or None): the command line `args` of a node whose name is
     `default_name` before remap rules, with its ``--params-file`` items replaced by one
@@ -474,7 +463,7 @@ def layered_arguments(args, default_name):
     file once rcl has read it (at rclpy.init). Raises ParamsFileError (one line)."""
     args = list(args)
     files, keep, skip = [], [], False
-    for i, arg, inside in _ros_blocks(args):
+    for i, arg, inside in ros_args_positions(args):
         if skip:
             skip = False
             continue
