@@ -76,7 +76,7 @@ CONTROLLER = (
               live=True,
               description=(
         'joint_impedance: damping ratio of each joint (with its mass matrix diagonal) '
-        'when joint_impedance.damping is empty; > 0, 1 = critical')),
+        'when joint_impedance.damping is empty [1]; > 0, 1 = critical')),
     Parameter('joint_impedance.feedforward', 'string', default='none', choices=FEEDFORWARDS,
               live=True,
               description=(
@@ -107,8 +107,8 @@ CONTROLLER = (
               exclusive_minimum=True,
               live=True,
               description=(
-        'cartesian_impedance: damping ratio when cartesian.damping is empty; > 0, 1 = '
-        'critical')),
+        'cartesian_impedance: damping ratio when cartesian.damping is empty [1]; > 0, '
+        '1 = critical')),
     Parameter('cartesian.nullspace_posture', 'double[]', default=(), per_joint=True,
               empty=True, live=True,
               description=(
