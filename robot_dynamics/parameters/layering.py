@@ -362,7 +362,9 @@ def _scalar_text(value):
             return '.nan'
         if math.isinf(value):
             return '.inf' if value > 0 else '-.inf'
-        return repr(value)
+        text = repr(value)
+        mantissa, e, exponent = text.partition('e')
+        return f'{mantissa}.0e{exponent}' if e and '.' not in mantissa else text  # 4.0e-05
     if isinstance(value, str):
         return _quoted(value)
     raise ParamsFileError(f'a parameter value of type {type(value).__name__} ({value!r:.40})')
@@ -383,6 +385,16 @@ def _section_text(name, parameters, origins=None):
         note = ORIGIN + ' '.join(str(origin).split()) if origin else ''
         lines.append(f'    {_quoted(key)}: {_value_text(value)}{note}')
     return lines
+
+
+def parameter_file_text(sections, header=''):
+    """The text of a parameter file with `sections` ({section: {parameter: value}}, dotted
+    names, values rcl reads back with their types), after the comment lines of `header`:
+    the package's one writer (the layered files, the demo move's derived file)."""
+    lines = [f'# {line}' for line in header.splitlines()]
+    for name, parameters in sections.items():
+        lines += _section_text(name, parameters)
+    return '\n'.join(lines) + '\n'
 
 
 def _origins(paths, node, aliases=(), overrides=None, overrides_origin=None):
