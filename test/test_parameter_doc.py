@@ -166,14 +166,15 @@ def test_one_message_per_rule_at_start_up_and_live():
     """The table's check names the parameter, the index and the rule."""
     kp = parameters.lookup('computed_torque_controller', 'gains.kp')
     with pytest.raises(parameters.ConfigurationError,
-                       match=r'^gains\.kp\[2\]: must be > 0, got -1\.0$'):
+                       match=r'^gains\.kp\[2\]: must be finite and > 0, got -1\.0$'):
         parameters.check(kp, [100.0, 100.0, -1.0], n=3)
     with pytest.raises(parameters.ConfigurationError,
                        match=r'^gains\.kp: expected 3 values \(one per joint\), got 2$'):
         parameters.check(kp, [100.0, 100.0], n=3)
     rate = parameters.lookup('computed_torque_controller', 'control_rate')
     with pytest.raises(parameters.ConfigurationError,
-                       match=r'^control_rate: must be >= 0\.1 and <= 10000, got 0\.0$'):
+                       match=r'^control_rate: must be finite and >= 0\.1 and <= 10000, '
+                             r'got 0\.0$'):
         parameters.check(rate, 0.0)
     law = parameters.lookup('computed_torque_controller', 'control_law')
     with pytest.raises(parameters.ConfigurationError, match=r"^control_law: 'pid' is not one"):
@@ -181,5 +182,6 @@ def test_one_message_per_rule_at_start_up_and_live():
     goal = parameters.lookup('computed_torque_controller', 'constraints.joint_2.goal')
     assert goal.name == 'constraints.<joint>.goal'
     with pytest.raises(parameters.ConfigurationError,
-                       match=r'^constraints\.joint_2\.goal: must be >= 0 and <= 1000'):
+                       match=r'^constraints\.joint_2\.goal: must be finite and >= 0 and '
+                             r'<= 1000'):
         parameters.check(goal, -0.5, name='constraints.joint_2.goal')

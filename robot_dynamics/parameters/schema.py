@@ -98,11 +98,13 @@ def is_empty(value):
 
 
 def _within(entry, name, value):
-    """The range rule: one message for scalars and array items."""
+    """The range rule: one message for scalars and array items, worded as the control
+    laws' own checks word it (robot_dynamics/control/_parameters.py)."""
     low, high = entry.minimum, entry.maximum
     if (low is not None and (value < low or (entry.exclusive_minimum and value == low))) or (
             high is not None and value > high):
-        raise ConfigurationError(f'{name}: must be {entry.bounds_text()}, got {value}')
+        raise ConfigurationError(f'{name}: must be finite and {entry.bounds_text()}, '
+                                 f'got {value}')
     return value
 
 
