@@ -71,6 +71,9 @@ def declare(node, name, default=_TABLE, description='', read_only=False, minimum
         if default is _TABLE:
             model = getattr(node, 'model', None)
             default = found.default_value(model.n if model is not None else None)
+            if default is parameters.FROM_MODEL:
+                raise ConfigurationError(f'{name}: its default comes from the model; the '
+                                         'caller gives it')
         description = _described(found, name)
         read_only = found.read_only
         minimum = maximum = None
