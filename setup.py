@@ -35,6 +35,7 @@ setup(
             'send_trajectory = robot_dynamics.nodes.send_trajectory:main',
             'excite = robot_dynamics.nodes.excite:main',
             'identify = robot_dynamics.nodes.identify:main',
+            'robot_description = robot_dynamics.nodes.robot_description:main',
         ],
     },
 )

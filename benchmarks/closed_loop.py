@@ -131,9 +131,12 @@ class Probe(Node):
         return latencies
 
 
-def node_command(module, *extra):
-    return [sys.executable, '-m', module, '--ros-args', '--params-file', PUMA,
-            '--params-file', PUMA_DEMO, '--params-file', SIM_1KHZ, *extra]
+def node_command(module, *extra, params_files=None):
+    """`python -m module --ros-args` with the bring-up's parameter files (`params_files`:
+    others instead of the PUMA 560's), then `extra`."""
+    files = (PUMA, PUMA_DEMO, SIM_1KHZ) if params_files is None else params_files
+    args = [arg for path in files for arg in ('--params-file', path)]
+    return [sys.executable, '-m', module, '--ros-args', *args, *extra]
 
 
 def start(command, log=None):
@@ -248,13 +251,14 @@ PLANT_LINE = re.compile(
     r'states unanswered')
 
 
-def bringup_real_time(duration, node_args=(), rate=None):
+def bringup_real_time(duration, node_args=(), rate=None, params_files=None):
     """The bring-up's three processes for `duration` wall s after the loop closed (the
     controller saw every joint; start-up may take long on a loaded machine: up to
-    START_LIMIT s); the plant's statistics.
+    START_LIMIT s); the plant's statistics (and the controller's output, 'controller_log').
     `node_args`: more --ros-args for the plant and the controller; `rate`: the control rate
     [Hz] instead of sim_1khz.yaml's 1000 (the plant publishes at it, integrating one RK4
-    step of min(1 ms, 1/rate) at a time)."""
+    step of min(1 ms, 1/rate) at a time); `params_files`: the parameter files of every
+    process instead of the PUMA 560's (node_command)."""
     if rate is not None:
         step = min(PERIOD, 1.0 / rate)
         # node-specific: a plain -p loses against sim_1khz.yaml's /**/plant_simulator
@@ -264,10 +268,12 @@ def bringup_real_time(duration, node_args=(), rate=None):
         def log(name):
             return open(os.path.join(logs, name + '.log'), 'w+', encoding='utf-8')
         plant = start(node_command('robot_dynamics.nodes.plant', '-p', 'publish_clock:=false',
-                                   *node_args), log('plant'))
+                                   *node_args, params_files=params_files), log('plant'))
         controller = start(node_command('robot_dynamics.nodes.controller', '-p',
-                                        'use_sim_time:=false', *node_args), log('controller'))
-        ros_args = node_command('', '-p', 'use_sim_time:=false')[3:]   # from --ros-args on
+                                        'use_sim_time:=false', *node_args,
+                                        params_files=params_files), log('controller'))
+        ros_args = node_command('', '-p', 'use_sim_time:=false',
+                                params_files=params_files)[3:]   # from --ros-args on
         demo = start([sys.executable, '-c', 'import sys; from robot_dynamics.nodes.sim import '
                       'demo_main; sys.exit(demo_main())', *ros_args], log('demo'))
         try:
@@ -285,7 +291,8 @@ def bringup_real_time(duration, node_args=(), rate=None):
     return {'closed_loop': closed == 'True', 'ticks': int(ticks), 'simulated': float(simulated),
             'wall': float(wall), 'real_time_factor': float(rtf), 'late': int(late),
             'dropped': int(dropped), 'unanswered': int(unanswered),
-            'moved': 'joint_trajectory accepted' in controller_log}
+            'moved': 'joint_trajectory accepted' in controller_log,
+            'controller_log': controller_log}
 
 
 def one_process_lockstep(duration):

@@ -57,7 +57,8 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
 from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics import dynamics, profiles, simulation  # noqa: E402
+from robot_dynamics import dynamics, simulation  # noqa: E402
+from robot_dynamics.trajectories import profiles  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
 # [LEE] §5's move (examples/lee_computed_torque.py), gains and sampling

@@ -53,9 +53,10 @@ for _path in (REPO, os.path.join(REPO, 'benchmarks')):
         sys.path.insert(0, _path)
 
 from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics import dynamics, mujoco_engine  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.simulation import mujoco_engine  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
-import robot_dynamics.urdf  # noqa: E402,F401  (registers robot.source urdf)
+import robot_dynamics.model.urdf  # noqa: E402,F401  (registers robot.source urdf)
 import realistic_recordings as rr  # noqa: E402
 
 UR5_URDF = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
@@ -159,8 +160,8 @@ def arm_urdf(name):
 
 def mujoco_model(urdf, joints, armature, damping, frictionloss, timestep=2.5e-4,
                  integrator='RK4'):
-    """`robot_dynamics.mujoco_engine.urdf_model`: the URDF compiled by MuJoCo with the drive
-    terms; (model, qpos addresses, dof addresses) in the order of `joints`."""
+    """`robot_dynamics.simulation.mujoco_engine.urdf_model`: the URDF compiled by MuJoCo
+    with the drive terms; (model, qpos addresses, dof addresses) in the order of `joints`."""
     _mujoco()
     return mujoco_engine.urdf_model(urdf, joints, armature, damping, frictionloss,
                                     timestep, integrator)

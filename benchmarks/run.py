@@ -9,7 +9,9 @@ The closed-loop rows come last (about a minute; `closed_loop.py` has the details
 prints more: the one-process loop and how the cycle scales with the number of joints),
 then the same loop loaded with a busy process per CPU and the real-time options on (about
 a minute more; `under_load.py` prints all four conditions, quiet or loaded, options off or
-on, and the highest control rate kept).
+on, and the highest control rate kept), then in the same condition the Panda under
+computed torque and under `control_law: cartesian_impedance` (about a minute more;
+`compliant_loop.py` runs these rows alone, repeated).
 
 Pinocchio (`pip install pin`) is the yardstick, measured in the same run; it is a
 benchmark dependency only. Ours and the yardstick are sampled alternately (each sample the
@@ -40,7 +42,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from robot_dynamics import _fast_numba, codegen, dynamics, integration, kinematics  # noqa: E402,I100
+from robot_dynamics import dynamics  # noqa: E402,I100
+from robot_dynamics.dynamics import _fast_numba, codegen, kinematics  # noqa: E402,I100
+from robot_dynamics.simulation import integration  # noqa: E402,I100
 from benchmark_models import load_preset, random_chain  # noqa: E402, I100
 
 try:
@@ -330,7 +334,7 @@ def mujoco_row(table, model, repeats):
     the same compiled model, sampled alternately; skipped without mujoco."""
     try:
         import mujoco
-        from robot_dynamics import mujoco_engine
+        from robot_dynamics.simulation import mujoco_engine
     except ImportError:
         print('# MuJoCo row skipped: it needs mujoco (pip install mujoco)')
         return
@@ -376,6 +380,7 @@ def closed_loop_rows(table, count, duration, under_load=True):
               1.5, unit=' %')
     if under_load:
         loaded_rows(table, count, duration, r_med)
+        compliant_rows(table, duration)
 
 
 def loaded_rows(table, count, duration, quiet_relay):
@@ -393,6 +398,22 @@ def loaded_rows(table, count, duration, quiet_relay):
     late = 100.0 * under_load.fraction(loop) if not closed else 100.0
     table.add(f'loaded, real-time options on: 1 kHz bring-up late ticks, % of '
               f'{loop["ticks"]}{closed}', late, None, 1.0, unit=' %')
+
+
+def compliant_rows(table, duration):
+    """The loaded rows of the Panda, computed torque and the Cartesian impedance law, under
+    the condition of the loaded PUMA 560 row above (compliant_loop.py)."""
+    import compliant_loop
+    import under_load
+    results = compliant_loop.measure(duration, repeats=1, log=lambda line: None)
+    for name, _, _ in compliant_loop.ROWS[1:]:
+        (loop,) = results[name]
+        problem = ('' if loop['closed_loop'] and compliant_loop.law_in_effect(name, loop)
+                   else '; LOOP NOT CLOSED OR LAW NOT IN EFFECT')
+        late = 100.0 * under_load.fraction(loop) if not problem else 100.0
+        table.add(f'loaded, real-time options on: 1 kHz bring-up late ticks, {name}, % of '
+                  f'{loop["ticks"]} (real-time factor {loop["real_time_factor"]:.4f}){problem}',
+                  late, None, 1.0, unit=' %')
 
 
 def chain_times(models, what, repeats):
@@ -457,12 +478,12 @@ def compile_times():
     """Seconds to compile (or load) the numba kernels in a fresh process: cold (an empty
     cache directory), then cached; first the one-state inverse dynamics alone (it also
     pays numba's start-up), then the other one-state kernels, then the batch kernels."""
-    code = ('import time; from robot_dynamics import _numba_loops as L\n'
+    code = ('import time; from robot_dynamics.dynamics import _numba_loops as L\n'
             't = time.perf_counter()\n'
             'for group in ({first}, {one}, {batch}):\n'
             '    L.compile_kernels(group); print(time.perf_counter() - t)\n'
             '    t = time.perf_counter()\n')
-    from robot_dynamics import _numba_loops
+    from robot_dynamics.dynamics import _numba_loops
     names = list(_numba_loops.ENTRIES)
     one = [k for k in names if k.endswith('_one') and k != 'rnea_one']
     batch = [k for k in names if k.endswith('_batch')]
@@ -488,8 +509,8 @@ def main():
     parser.add_argument('--duration', type=float, default=12.0,
                         help='wall seconds of the closed-loop bring-up run (12)')
     parser.add_argument('--skip-under-load', action='store_true',
-                        help='without the loaded closed-loop rows (under_load.py; about a '
-                        'minute)')
+                        help='without the loaded closed-loop rows (under_load.py, '
+                        'compliant_loop.py; about two minutes)')
     args = parser.parse_args()
     if args.compile_times and ACCELERATOR:
         compile_times()

@@ -29,7 +29,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import profiles, simulation  # noqa: E402
+from robot_dynamics import simulation  # noqa: E402
+from robot_dynamics.trajectories import profiles  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
 Q_START = np.radians([90.0, 0.0, 90.0, 0.0, 0.0, 0.0])    # [LEE] §5, ϑ_initial

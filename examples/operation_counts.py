@@ -2,7 +2,7 @@
 """Operation counts and timing of one inverse-dynamics / control-law evaluation, against
 the papers' tables.
 
-Counts: the arithmetic in the straight-line Newton–Euler that robot_dynamics.codegen
+Counts: the arithmetic in the straight-line Newton–Euler that robot_dynamics.dynamics.codegen
 generates for a model (`codegen.operation_counts(codegen.source(model, 'rnea'))`), for the
 PUMA 560 and [SAS] presets and for generic n-link chains (no zero or unit DH constants,
 full inertia tensors), against [TML] Tables 1 and 3–4, [LEE] Tables 1–2 and [ANG]
@@ -30,7 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import codegen  # noqa: E402
+from robot_dynamics.dynamics import codegen  # noqa: E402
 from robot_dynamics.control import ComputedTorqueLaw  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 

@@ -27,7 +27,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import profiles, simulation  # noqa: E402
+from robot_dynamics import simulation  # noqa: E402
+from robot_dynamics.trajectories import profiles  # noqa: E402
 from robot_dynamics.identification import (ExcitationWarning, exciting_trajectory,  # noqa: E402
                                            identify_in_closed_loop, sampled_reference)
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402

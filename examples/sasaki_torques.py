@@ -28,7 +28,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from robot_dynamics import dynamics, profiles  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.trajectories import profiles  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 
 # [SAS] §4: hand positions [m], orientation n = (0, 0, 1), o = (1, 0, 0), and the

@@ -16,6 +16,7 @@ pytest.importorskip('rclpy.executors')
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
+PANDA = os.path.join(REPO, 'config', 'panda.yaml')
 SIM_SETTINGS = os.path.join(REPO, 'config', 'sim.yaml')           # any arm's node settings
 PUMA_DEMO = os.path.join(REPO, 'config', 'sim_puma560.yaml')    # the PUMA's [LEE] demo
 

@@ -101,7 +101,8 @@ def test_control_msgs_is_built_into_dev_pys_own_venv_only(monkeypatch, given_pyt
     is never built into: a kilted build there broke its rclpy."""
     dev = load_dev_py()
     built = []
-    monkeypatch.setattr(dev, 'ensure_venv', lambda distro: f'/venv-{distro}/bin/python')
+    monkeypatch.setattr(dev, 'ensure_venv',
+                        lambda distro, latest=False: f'/venv-{distro}/bin/python')
     monkeypatch.setattr(dev.interfaces, 'ensure_control_msgs',
                         lambda python, distro: built.append((python, distro)))
     monkeypatch.setattr(dev, 'run_tests', lambda python, options: 0)

@@ -244,23 +244,25 @@ def test_tool_pose_is_the_measured_tool_pose_in_the_base_frame(loop):
 
 # ------------------------------------------------------------------ more through the nodes
 
-def wrench_message(force, frame=''):
+def wrench_message(force, frame='', moment=(0.0, 0.0, 0.0)):
     from geometry_msgs.msg import WrenchStamped
     msg = WrenchStamped()
     msg.header.frame_id = frame
     msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(f) for f in force)
+    msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(m) for m in moment)
     return msg
 
 
-def push(harness, operator, force):
-    """The plant's ~/external_wrench: `force` [N, base frame] on the tip from now on."""
+def push(harness, operator, force, moment=(0.0, 0.0, 0.0), frame=''):
+    """The plant's ~/external_wrench: `force` [N] and `moment` [N m] (base frame, the moment
+    about the frame's origin) on link `frame` (empty: the tip) from now on."""
     from geometry_msgs.msg import WrenchStamped
     if not hasattr(operator, 'wrench'):
         operator.wrench = operator.create_publisher(WrenchStamped,
                                                     '/plant_simulator/external_wrench', 10)
         harness.spin_until(lambda: operator.wrench.get_subscription_count() > 0,
                            'the plant\'s ~/external_wrench')
-    operator.wrench.publish(wrench_message(force))
+    operator.wrench.publish(wrench_message(force, frame, moment))
 
 
 def test_joint_impedance_deflects_under_a_push_by_the_inverse_stiffness(loop):

@@ -5,6 +5,8 @@ imports neither the nodes nor rclpy, so imports point one way: nodes -> core."""
 import ast
 import os
 
+from robot_dynamics._moved import MOVED, SPLIT
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, 'robot_dynamics')
 
@@ -41,8 +43,12 @@ def imports(name, path, known):
                 base = '.'.join(anchor + ([base] if base else []))
             for alias in node.names:
                 full = f'{base}.{alias.name}'
-                targets.add(full if full in known else base)
-    return {t for t in targets if t in known and t != name}, targets
+                targets.add(full if full in known or full in MOVED or full in SPLIT
+                            else base)
+    resolved = set()
+    for target in targets:            # an old flat name is its new home (robot_dynamics._moved)
+        resolved.update(SPLIT[target][0] if target in SPLIT else [MOVED.get(target, target)])
+    return {t for t in resolved if t in known and t != name}, targets
 
 
 def graph():

@@ -30,10 +30,10 @@ ROSDEP_KEYS = {'numpy': 'python3-numpy', 'yaml': 'python3-yaml'}
 SIM_LAUNCH = os.path.join(REPO, 'launch', 'sim.launch.py')
 MANAGED_LAUNCH = os.path.join(REPO, 'launch', 'controller_managed.launch.py')
 UR5 = os.path.join(REPO, 'test', 'data', 'ur5.urdf')
-# ros2_control's executables, which only the ros2_control example starts (it needs them)
+# ros2_control's executables, which only the ros2_control launch files start (they need them)
 ROS2_CONTROL = {'controller_manager': {'ros2_control_node', 'spawner'},
                 'robot_state_publisher': {'robot_state_publisher'}}
-ROS2_CONTROL_LAUNCH = {'ros2_control_effort.launch.py'}
+ROS2_CONTROL_LAUNCH = {'ros2_control_effort.launch.py', 'ros2_control_sim.launch.py'}
 
 
 def parse(path):
@@ -229,13 +229,15 @@ def _fake_launch_modules():
     kinds = {name: type(name, (_Recorded,), {}) for name in (
         'LaunchDescription', 'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction',
         'RegisterEventHandler', 'LogInfo', 'Shutdown', 'Node', 'LifecycleNode',
-        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition')}
+        'OnStateTransition', 'ChangeState', 'ParameterValue', 'IfCondition', 'OnProcessIO')}
     return {
         'launch': module('launch', LaunchDescription=kinds['LaunchDescription']),
         'launch.actions': module('launch.actions', **{k: kinds[k] for k in (
             'DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler',
             'LogInfo', 'Shutdown')}),
         'launch.conditions': module('launch.conditions', IfCondition=kinds['IfCondition']),
+        'launch.event_handlers': module('launch.event_handlers',
+                                        OnProcessIO=kinds['OnProcessIO']),
         'launch.events': module('launch.events', matches_action=lambda action: action),
         'launch.substitutions': module('launch.substitutions',
                                        LaunchConfiguration=_LaunchConfiguration),

@@ -133,6 +133,86 @@ def test_batch_matches_reference(loops, model, rng):
                 reference(dynamics.gravity_torques, model, q))
 
 
+def _closed_form_friction(block, qd):
+    """Each joint's law written out from its definition (doc/ of the model's friction
+    laws), independently of the code under test."""
+    tau = np.array(block['viscous_friction']) * qd
+    for i, law in enumerate(block['friction_model']):
+        v, fc = qd[..., i], block['coulomb_friction'][i]
+        vs = block['stribeck_velocity'][i]
+        if law == 'coulomb':
+            tau[..., i] += fc * np.sign(v)
+        elif law == 'asymmetric':
+            tau[..., i] += np.where(v > 0, fc, 0.0) - np.where(
+                v < 0, block['coulomb_friction_negative'][i], 0.0)
+        elif law == 'tanh':
+            tau[..., i] += fc * np.tanh(v / vs)
+        else:
+            tau[..., i] += (fc + block['stribeck_friction'][i] * np.exp(-(v / vs) ** 2)) \
+                * np.sign(v)
+    return tau
+
+
+def _law_models(rng, laws):
+    """(model with the friction laws `laws` per joint, the same model without friction,
+    its parameter block); levels chosen so that the laws differ."""
+    n = len(laws)
+    block = random_chain_params(rng, n, 'modified', rng.random(n) < 0.3, friction=True,
+                                armature=True, payload=True)
+    rigid = RobotModel.from_params({k: v for k, v in block.items()
+                                    if k not in ('viscous_friction', 'coulomb_friction')})
+    block.update(friction_model=list(laws),
+                 coulomb_friction_negative=rng.uniform(0.2, 1.5, n).tolist(),
+                 stribeck_friction=rng.uniform(0.1, 1.0, n).tolist(),
+                 stribeck_velocity=rng.uniform(0.02, 0.2, n).tolist())
+    return RobotModel.from_params(block), rigid, block
+
+
+LAW_SETS = [['coulomb'] * 6, ['asymmetric'] * 6, ['tanh'] * 6, ['stribeck'] * 6,
+            ['coulomb', 'asymmetric', 'tanh', 'stribeck', 'tanh', 'coulomb']]
+
+
+@pytest.mark.parametrize('laws', LAW_SETS, ids=['coulomb', 'asymmetric', 'tanh', 'stribeck',
+                                                  'mixed'])
+def test_every_friction_law_gives_the_reference_torques(loops, laws, rng):
+    """Each friction law (and a mix, one per joint) through the numba kernels, one state
+    and batches, directly and through the public functions on the numba backend: the
+    reference backend's efforts and accelerations, and friction that is the law's closed
+    form (velocities around the law's velocity scale, exact zeros included)."""
+    model, rigid, block = _law_models(rng, laws)
+    n, size = model.n, 5
+    q, _, qdd = random_state(rng, n, size)
+    vs = np.array(block['stribeck_velocity'])
+    qd = rng.uniform(-4.0, 4.0, (size, n)) * vs
+    qd[0, ::2] = 0.0
+    tau = rng.normal(scale=5.0, size=(size, n))
+    expected = reference(dynamics.inverse_dynamics, model, q, qd, qdd)
+    friction = _closed_form_friction(block, qd)
+    assert np.ptp(friction - _closed_form_friction(dict(block, friction_model=['coulomb'] * n),
+                                                   qd)) > 0.01 or laws[0] == 'coulomb'
+    assert_same(loops.inverse_dynamics_batch(model, q, qd, qdd), expected)
+    assert_same(loops.inverse_dynamics_batch(model, q, qd, qdd)
+                - loops.inverse_dynamics_batch(rigid, q, qd, qdd), friction)
+    assert_same(loops.forward_dynamics_batch(model, q, qd, tau),
+                reference(dynamics.forward_dynamics, model, q, qd, tau))
+    assert_same(loops.bias_forces_batch(model, q, qd),
+                reference(dynamics.bias_forces, model, q, qd))
+    previous = dynamics.get_backend()
+    dynamics.set_backend('numba')
+    try:
+        for k in range(size):
+            assert_same(dynamics.inverse_dynamics(model, q[k], qd[k], qdd[k]), expected[k])
+            assert_same(loops.inverse_dynamics_one(model, q[k], qd[k], qdd[k]), expected[k])
+            assert_same(dynamics.forward_dynamics(model, q[k], qd[k], tau[k]),
+                        reference(dynamics.forward_dynamics, model, q[k], qd[k], tau[k]))
+            assert_same(dynamics.bias_forces(model, q[k], qd[k]),
+                        reference(dynamics.bias_forces, model, q[k], qd[k]))
+            assert_same(dynamics.forward_dynamics(model, q[k], qd[k], expected[k]), qdd[k])
+        assert_same(dynamics.inverse_dynamics(model, q, qd, qdd), expected)
+    finally:
+        dynamics.set_backend(previous)
+
+
 def test_forward_dynamics_inverts_inverse_dynamics_at_100_links(loops, rng):
     block = random_chain_params(rng, 100, 'modified', rng.random(100) < 0.5, friction=True,
                                 armature=True, payload=True)

@@ -156,7 +156,9 @@ def test_the_tables_choices_are_the_cores():
     """The tables list the choices of the core's own tuples (they do not import the core,
     which imports them)."""
     from robot_dynamics import engines, integration, trajectory
+    from robot_dynamics.nodes.common import effort_command
     from robot_dynamics.parameters import controller, plant
+    assert plant.COMMAND_MESSAGES == effort_command.COMMAND_MESSAGES
     assert plant.INTEGRATION_METHODS == tuple(integration.METHODS)
     assert plant.ENGINES == tuple(engines.ENGINES)
     assert controller.INTERPOLATION_METHODS == tuple(trajectory.INTERPOLATION_METHODS)

@@ -39,7 +39,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from robot_dynamics import dynamics, kinematics
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.control._parameters import (damping_choice, finite_vector, number,
                                                 per_axis, per_joint)
 from robot_dynamics.control._terms import damping_from_ratio, velocity_product

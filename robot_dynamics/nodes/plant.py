@@ -44,11 +44,12 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import engines, integration
 from robot_dynamics.model_checks import singular_mass_matrix_message
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
+from robot_dynamics.nodes.common.effort_command import (declare_command_message, describe,
+                                                        EffortCommand, message_type, Refused)
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
     ConfigurationError, declare, declare_robot, keep_float_types, name_unknown_parameters,
@@ -149,8 +150,10 @@ class PlantSimulator(Node):
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
                            if self.publish_clock else None)
+        self._command_type = message_type(self.command_message)
+        self._command_reader = EffortCommand(self.joints, self.command_message)
         self._command_sub = self.create_subscription(
-            Float64MultiArray, self.command_topic, self._on_command, 10)
+            self._command_type, self.command_topic, self._on_command, 10)
         self._wrench_sub = self.create_subscription(
             WrenchStamped, '~/external_wrench', self._on_wrench, 10)
         wall_period = self.tick_period
@@ -167,7 +170,7 @@ class PlantSimulator(Node):
             f'{self.tick_period * 1e3:g} ms'
             + (', publishing /clock' + (' in lock-step' if self.lockstep else '')
                if self.publish_clock else '')
-            + f'; efforts from {self.command_topic}'
+            + f'; efforts from {self.command_topic} ({describe(self.command_message)})'
             + (' (+ g(q): drives_compensate_gravity)' if self.drives_compensate_gravity
                else '')
             + (f'; {self.measurement_noise.describe()}' if self.measurement_noise.enabled
@@ -218,7 +221,9 @@ class PlantSimulator(Node):
             self.get_logger().warning(
                 f'publish_rate {rate:g} Hz is not a whole number of integration steps; '
                 f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
-        for name in ('command_topic', 'command_timeout', 'publish_clock', 'lockstep',
+        self.command_topic = _parameter(self, 'command_topic')
+        self.command_message = declare_command_message(self)
+        for name in ('command_timeout', 'publish_clock', 'lockstep',
                      'domain_check_wait', 'lockstep_timeout', 'real_time_factor',
                      'drives_compensate_gravity'):
             setattr(self, name, _parameter(self, name))
@@ -283,18 +288,15 @@ class PlantSimulator(Node):
     # ------------------------------------------------------------------ callbacks
 
     def _on_command(self, msg):
-        data = msg.data
-        if len(data) != self.model.n:
-            self.get_logger().warning(
-                f'{self.command_topic}: data has {len(data)} values for {self.model.n} joints; '
-                'command ignored', throttle_duration_sec=THROTTLE)
-            return
-        tau = np.array(data, dtype=float)
-        if not np.isfinite(tau).all():
-            bad = np.flatnonzero(~np.isfinite(tau))
-            self.get_logger().warning(
-                f'{self.command_topic}: data[{bad[0]}] (joint {self.joints[bad[0]]}) is not '
-                'finite; command ignored', throttle_duration_sec=THROTTLE)
+        try:
+            tau = self._command_reader.read(msg)
+        except Refused as refused:
+            line = (f'{self.command_topic}: {refused}; command ignored (the last good one '
+                    'stays, within command_timeout)')
+            if refused.level == 'info':    # two call sites: rclpy keeps one level per site
+                self.get_logger().info(line, throttle_duration_sec=THROTTLE)
+            else:
+                self.get_logger().warning(line, throttle_duration_sec=THROTTLE)
             return
         self._tau_command = tau
         self._command_time = self._plant_time()
@@ -447,10 +449,10 @@ class PlantSimulator(Node):
         """Every command waiting in the subscription's queue, oldest first."""
         handle = self._command_sub.handle
         with handle:
-            taken = handle.take_message(Float64MultiArray, False)
+            taken = handle.take_message(self._command_type, False)
             while taken is not None:
                 self._on_command(taken[0])
-                taken = handle.take_message(Float64MultiArray, False)
+                taken = handle.take_message(self._command_type, False)
 
     def _timer_due(self, now):
         """The steady time [s] this timer call was due: the timer's next call (rcl keeps

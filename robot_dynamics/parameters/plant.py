@@ -5,6 +5,7 @@ from robot_dynamics.parameters.schema import FROM_MODEL, Parameter
 
 INTEGRATION_METHODS = ('rk4', 'euler')
 ENGINES = ('own', 'mujoco')                     # robot_dynamics.engines'
+COMMAND_MESSAGES = ('float64_multi_array', 'joint_state')   # nodes/common/effort_command's
 PLANT = (
     Parameter('initial_positions', 'double[]', default=FROM_MODEL, per_joint=True,
               description=(
@@ -27,7 +28,14 @@ PLANT = (
     Parameter('command_topic', 'string', default='/effort_controller/commands',
               nonempty=True,
               description=(
-        'effort command topic (std_msgs/Float64MultiArray, joints order, N m | N)')),
+        'effort command topic (command_message says the message; N m | N)')),
+    Parameter('command_message', 'string', default='float64_multi_array',
+              choices=COMMAND_MESSAGES,
+              description=(
+        'message on command_topic: float64_multi_array (std_msgs/Float64MultiArray, one '
+        'effort per joint in joints order) or joint_state (sensor_msgs/JointState, efforts '
+        'mapped by name, every joint once, as topic_based_ros2_control sends its '
+        'commands)')),
     Parameter('command_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0,
               description=(
         'apply zero effort when the last command is older than this [s of plant time]; '

@@ -9,7 +9,7 @@ in the base frame, the moment about the frame's origin (`wrench_vector`).
 
 import numpy as np
 
-from robot_dynamics import urdf
+from robot_dynamics.model import urdf
 
 TOOL = 'tool'
 

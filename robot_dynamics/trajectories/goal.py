@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robot_dynamics.trajectory import (EndsInThePast, finite_number, InvalidJoints,
-                                       shortest_angle, TrajectoryRejected)
+from robot_dynamics.trajectories.sampler import (EndsInThePast, finite_number, InvalidJoints,
+                                                 TrajectoryRejected)
+from robot_dynamics.trajectories.splines import shortest_angle
 
 __all__ = ['SUCCESSFUL', 'INVALID_GOAL', 'INVALID_JOINTS', 'OLD_HEADER_TIMESTAMP',
            'PATH_TOLERANCE_VIOLATED', 'GOAL_TOLERANCE_VIOLATED', 'JointTolerance',

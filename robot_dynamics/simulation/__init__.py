@@ -12,6 +12,9 @@ T_c = 0.01 s; the integrator and h are the project's choice (doc/reproductions.m
 
 `computed_torque`, `pd` and `pd_gravity` build the three controllers of the [LEE]
 comparison; any callable with the same signature works.
+
+The package's modules: `integration` (RK4 and Euler steps, joint stops), `engines` (the
+plant's engines), `engine_frames` (external wrench frames), `mujoco_engine` (MuJoCo).
 """
 
 import math
@@ -21,7 +24,7 @@ import numpy as np
 
 from robot_dynamics import dynamics
 from robot_dynamics.control import ComputedTorqueLaw
-from robot_dynamics.integration import rk4_step
+from robot_dynamics.simulation.integration import rk4_step
 
 __all__ = ['ClosedLoopRun', 'simulate_closed_loop', 'computed_torque', 'pd', 'pd_gravity',
            'effort_gains', 'hold', 'max_tracking_error']

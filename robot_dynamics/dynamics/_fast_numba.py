@@ -1,9 +1,9 @@
 """The optional numba accelerator: whether numba is there, and where compiled code goes.
 
 Not a dependency: `available()` is False without numba and the public functions keep the
-pure-Python generated code (`robot_dynamics.codegen`). Selected with
+pure-Python generated code (`robot_dynamics.dynamics.codegen`). Selected with
 ``dynamics.set_backend('numba')`` or ``ROBOT_DYNAMICS_BACKEND=numba``; the kernels are the
-looped ones of `robot_dynamics._numba_loops`, compiled once for every model. Their source
+looped ones of `robot_dynamics.dynamics._numba_loops`, compiled once for every model. Their source
 goes to a file in a writable cache directory (``$ROBOT_DYNAMICS_CACHE``, else
 ``$XDG_CACHE_HOME/robot_dynamics``, else ``~/.cache/robot_dynamics``), named by a hash of
 the source, so that numba's on-disk cache (``cache=True``) finds it again in the next

@@ -13,22 +13,26 @@ gravity and friction, so that ``inverse_dynamics == mass_matrix @ q̈ + bias_for
 Units: SI; efforts in N·m (revolute) or N (prismatic).
 
 Backends: `inverse_dynamics`, `bias_forces`, `gravity_torques` and `forward_dynamics` run
-straight-line code generated for the model (`robot_dynamics.codegen`, compiled on first
-use) unless `set_backend('reference')` or the environment variable
+straight-line code generated for the model (`robot_dynamics.dynamics.codegen`, compiled on
+first use) unless `set_backend('reference')` or the environment variable
 ``ROBOT_DYNAMICS_BACKEND=reference`` selects the readable algorithms of
-`robot_dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba for
-every model (`robot_dynamics._numba_loops`) when numba is installed (optional), else warns
-and keeps ``'generated'``. All give the same results to rounding; non-finite inputs and singular
-joint-space inertias always take the reference path.
+`robot_dynamics.dynamics.algorithms`. ``'numba'`` runs looped kernels compiled once by numba
+for every model (`robot_dynamics.dynamics._numba_loops`) when numba is installed (optional),
+else warns and keeps ``'generated'``. All give the same results to rounding; non-finite
+inputs and singular joint-space inertias always take the reference path. This module is the
+one backend dispatcher: the integrator's RK4 step (`rk4_step_one`) is chosen here too. The
+kernels of a model live in its `KernelCache` (robot_dynamics.model.kernel_cache).
 """
 
 import functools
+import math
 import os
 import warnings
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
+from robot_dynamics.dynamics import _fast_numba, _numba_loops, algorithms, codegen, kinematics
+from robot_dynamics.model.kernel_cache import KernelCache
 
 __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
            'forward_dynamics', 'forward_dynamics_mass_matrix', 'forward_kinematics',
@@ -37,14 +41,13 @@ __all__ = ['inverse_dynamics', 'mass_matrix', 'bias_forces', 'gravity_torques',
 BACKENDS = ('generated', 'reference')        # always available
 OPTIONAL_BACKENDS = ('numba',)               # need an optional package
 _backend = 'generated'
-_runners = 'runners generated'   # the key of this backend's runners in a model's _kernels
 
 
 def set_backend(name):
     """'generated' (default): code generated per model; 'reference': `algorithms`;
     'numba': the generated code compiled by numba (falls back to 'generated', with a
     warning, when numba is not installed)."""
-    global _backend, _runners
+    global _backend
     if name not in BACKENDS + OPTIONAL_BACKENDS:
         raise ValueError(f'backend {name!r} unknown, expected one of '
                          f'{BACKENDS + OPTIONAL_BACKENDS}')
@@ -53,7 +56,6 @@ def set_backend(name):
                       "'generated'", RuntimeWarning, stacklevel=2)
         name = 'generated'
     _backend = name
-    _runners = 'runners ' + name
 
 
 def get_backend():
@@ -108,16 +110,19 @@ def _generated_single(model, name, states, wrench=None):
 def _single(model, name):
     """The one-state runner of kernel `name` for the current backend: a function of the
     states returning the result or None (then the general path runs). Made once per model
-    and kept in ``model.__dict__['_kernels'][_runners]`` (one dict per backend; per model
-    instance, so a payload's model has its own), so that the public functions find it with
-    three dictionary lookups."""
-    runners = model.__dict__.setdefault('_kernels', {}).setdefault(_runners, {})
+    and kept in its `KernelCache` (``runners_for(backend)``; per model instance, so a
+    payload's model has its own), so that the public functions find it with an attribute
+    and two dictionary lookups. This is the one place that chooses a backend's kernel for
+    a state; `rk4_step_one` (the integrator's step) goes through it too."""
+    runners = KernelCache.of(model).runners_for(_backend)
     run = runners.get(name)
     if run is None:
         if _backend == 'reference':
             run = _no_runner
+        elif name == 'rk4':
+            run = _rk4_runner(model)
         elif _backend == 'numba':
-            run = functools.partial(_NUMBA_ONE[name], model)
+            run = _numba_loops.runner(model, name)
         else:
             run = _python_runner(model, name)
         runners[name] = run
@@ -126,6 +131,38 @@ def _single(model, name):
 
 def _no_runner(*states):
     return None
+
+
+def rk4_step_one(model, q, qd, tau, dt):
+    """(q, q̇) after one classical RK4 step of the forward dynamics with τ held, on one
+    state, by the current backend's kernel (generated: the 'rk4' kernel, four
+    articulated-body passes on floats; numba: one compiled call), or None when no kernel
+    applies (the reference backend, a batch, another dtype, a non-finite result): then
+    `robot_dynamics.simulation.integration.rk4_step` runs its general path."""
+    if type(dt) not in (float, int):
+        return None
+    return _single(model, 'rk4')(q, qd, tau, float(dt))
+
+
+def _rk4_runner(model):
+    """The one-state RK4 runner of the current (non-reference) backend."""
+    if _backend == 'numba':
+        return functools.partial(_numba_loops.rk4_step_one, model)
+    fn = codegen.kernel(model, 'rk4')
+    n = model.n
+
+    def run(q, qd, tau, dt):
+        values = [_floats(n, x) for x in (q, qd, tau)]
+        if None in values:
+            return None
+        try:
+            q_next, qd_next = fn(*values, dt)
+        except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
+            return None
+        if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
+            return None
+        return np.array(q_next), np.array(qd_next)
+    return run
 
 
 def _python_runner(model, name):
@@ -182,11 +219,6 @@ def _finished(fn, values):
     return np.array(out)
 
 
-_NUMBA_ONE = {'rnea': _numba_loops.inverse_dynamics_one,
-              'rnea_wrench': _numba_loops.inverse_dynamics_one,
-              'bias': _numba_loops.bias_forces_one, 'gravity': _numba_loops.gravity_torques_one,
-              'aba': _numba_loops.forward_dynamics_one,
-              'aba_wrench': _numba_loops.forward_dynamics_one}
 _NUMBA_BATCH = {'rnea': _numba_loops.inverse_dynamics_batch,
                 'bias': _numba_loops.bias_forces_batch,
                 'gravity': _numba_loops.gravity_torques_batch,
@@ -318,7 +350,7 @@ def inverse_dynamics(model, q, qd, qdd, wrench=None):
     """
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model._kernels[_runners]['rnea']
+            run = model._kernels.runners[_backend]['rnea']
         except (AttributeError, KeyError):
             run = _single(model, 'rnea')
         tau = run(q, qd, qdd)
@@ -386,10 +418,7 @@ def _mass_matrix_one(model, q):
     q = _floats(n, q)
     if q is None:
         return None
-    cache = model.__dict__.setdefault('_kernels', {})
-    bodies = cache.get('mass matrix')
-    if bodies is None:
-        bodies = cache['mass matrix'] = _Inertias(model)
+    bodies = KernelCache.of(model).value('mass matrix', _Inertias, model)
     try:
         Rs, ps = kinematics._poses_one(kinematics._constants(model), q)
     except (ValueError, OverflowError):                 # sin(inf)
@@ -484,7 +513,7 @@ def forward_dynamics(model, q, qd, tau, wrench=None):
     Inverse of `inverse_dynamics` (same friction, armature and wrench conventions)."""
     if wrench is None:
         try:                                      # the one-state fast path, inlined
-            run = model._kernels[_runners]['aba']
+            run = model._kernels.runners[_backend]['aba']
         except (AttributeError, KeyError):
             run = _single(model, 'aba')
         qdd = run(q, qd, tau)

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
 
 TOLERANCE = 1e-9          # rad | m (and per s, per s²): rounding, not a margin
 WORKSPACE_TOLERANCE = 1e-4   # m: a motion kept clear at 2000 samples per period (as

@@ -31,6 +31,8 @@ import numpy as np
 
 from robot_dynamics.parameters import ROBOT_KEYS
 
+from robot_dynamics.model.kernel_cache import KernelCache
+
 __all__ = ['RobotModel', 'Payload', 'ModelWarning']
 
 REVOLUTE = 'revolute'
@@ -408,14 +410,13 @@ class RobotModel:
         """A copy of this model with another payload (mass [kg], com [m] and centroidal
         inertia [kg m²] in the last link frame; inertia 3×3 or URDF-order 6)."""
         new = object.__new__(RobotModel)
-        # the generated code takes the last body's parameters at run time: share it
-        # (codegen.shared_cache); the per-model bound kernels are rebuilt on first use
-        self.__dict__.setdefault('_kernel_code', {})
         new.__dict__.update(self.__dict__)
         new._payload = _payload({'mass': mass, 'com': com,
                                  'inertia': inertia if inertia is not None else [0.0] * 6})
         new._chain = new._build_chain()
-        new.__dict__.pop('_kernels', None)
+        # the generated code takes the last body's parameters at run time: shared; the
+        # per-model bound kernels are rebuilt on first use
+        KernelCache.payload_copy(self, new)
         return new
 
     def with_gravity(self, gravity):
@@ -425,8 +426,7 @@ class RobotModel:
         it share that)."""
         new = object.__new__(RobotModel)
         new.__dict__.update(self.__dict__)
-        for cache in ('_kernels', '_kernel_code'):
-            new.__dict__.pop(cache, None)
+        KernelCache.gravity_copy(new)
         new._gravity = _vector('gravity', gravity, 3)
         new._gravity.setflags(write=False)
         if new._params is not None:
@@ -603,10 +603,7 @@ class RobotModel:
 
     def __getstate__(self):
         """Pickle the description, not the compiled kernels cached by the fast path."""
-        state = dict(self.__dict__)
-        state.pop('_kernels', None)
-        state.pop('_kernel_code', None)
-        return state
+        return KernelCache.pickle_state(dict(self.__dict__))
 
     def __repr__(self):
         kinds = ''.join('R' if jt == REVOLUTE else 'P' for jt in self._joint_types)

@@ -4,24 +4,21 @@ The state is (q, q̇); the effort τ is held constant over a step (zero-order ho
 digital controller applies it). [TML] §7 integrates the same state with RK4.
 """
 
-import math
-
 import numpy as np
 
-from robot_dynamics import _numba_loops, codegen, dynamics
+from robot_dynamics import dynamics
 
 
 def rk4_step(model, q, qd, tau, dt):
     """One classical Runge–Kutta step of q̈ = forward_dynamics(q, q̇, τ); returns (q, q̇).
 
-    One state on the generated backend runs as one generated call (four articulated-body
-    passes on floats, `codegen` kernel 'rk4'), on the numba backend as one compiled call
-    (`_numba_loops.rk4_step_one`); batches and the reference backend go through
-    `dynamics.forward_dynamics` four times."""
-    if dynamics.get_backend() != 'reference':
-        result = _rk4_generated(model, q, qd, tau, dt)
-        if result is not None:
-            return result
+    One state runs as one call of the current backend's RK4 kernel, chosen by the dynamics
+    dispatcher (`dynamics.rk4_step_one`: generated, four articulated-body passes on floats;
+    numba, one compiled call); batches, the reference backend and whatever that kernel
+    declines go through `dynamics.forward_dynamics` four times."""
+    result = dynamics.rk4_step_one(model, q, qd, tau, dt)
+    if result is not None:
+        return result
     fd = dynamics.forward_dynamics
     k1v = fd(model, q, qd, tau)
     k1q = qd
@@ -34,28 +31,6 @@ def rk4_step(model, q, qd, tau, dt):
     q_next = q + dt / 6.0 * (k1q + 2.0 * k2q + 2.0 * k3q + k4q)
     qd_next = qd + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
     return q_next, qd_next
-
-
-def _rk4_generated(model, q, qd, tau, dt):
-    n = model.n
-    if dynamics.get_backend() == 'numba':
-        if type(dt) not in (float, int):
-            return None
-        return _numba_loops.rk4_step_one(model, q, qd, tau, float(dt))
-    values = [dynamics._floats(n, x) for x in (q, qd, tau)]
-    if None in values or type(dt) not in (float, int):
-        return None
-    kernels = model.__dict__.get('_kernels')
-    fn = kernels.get(('rk4', 'scalar')) if kernels else None
-    if fn is None:
-        fn = codegen.kernel(model, 'rk4')
-    try:
-        q_next, qd_next = fn(*values, dt)
-    except (ZeroDivisionError, ValueError):      # 1/0, sin(inf)
-        return None
-    if not math.isfinite(sum(q_next) + sum(qd_next)):    # let the reference path decide
-        return None
-    return np.array(q_next), np.array(qd_next)
 
 
 def semi_implicit_euler_step(model, q, qd, tau, dt):

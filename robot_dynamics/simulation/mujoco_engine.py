@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from robot_dynamics import engine_frames
+from robot_dynamics.simulation import engine_frames
 
 INTEGRATORS = {'rk4': 'RK4', 'euler': 'Euler'}   # the plant's integration_method
 PLACEHOLDER_MASS = 1.0e-6  # kg (and kg m²) written for a body without mass or inertia

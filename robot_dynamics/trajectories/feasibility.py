@@ -160,7 +160,7 @@ def required_scale(qd, tau, gravity, velocity_limits, effort_limits):
 def scaled_command(command, k):
     """A TrajectoryCommand `k` ≥ 1 times slower: time_from_start × k, velocities / k,
     accelerations / k² (positions and effort as they are)."""
-    from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+    from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
     points = tuple(TrajectoryPoint(
         p.time_from_start * k, tuple(p.positions),
         tuple(v / k for v in p.velocities), tuple(a / (k * k) for a in p.accelerations),

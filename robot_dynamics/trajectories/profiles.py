@@ -13,7 +13,7 @@ profile rests at q_start, after t = duration at q_goal.
 
 import numpy as np
 
-from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
 
 __all__ = ['trapezoid', 'quintic', 'PROFILES', 'sample_profile']
 

@@ -15,8 +15,6 @@ without mass or inertia.
 
 import numpy as np
 
-from robot_dynamics import dynamics
-
 __all__ = ['singular_joint', 'singular_mass_matrix_message', 'sample_configurations',
            'urdf_link_names', 'SAMPLES', 'RELATIVE_TOLERANCE']
 
@@ -41,6 +39,7 @@ def singular_joint(model, configurations=None):
     inertia at the configuration q where M(q) is singular (the smallest index with a
     non-zero entry in M's null space), or None if M is positive definite at every one of
     `configurations` (default `sample_configurations`)."""
+    from robot_dynamics import dynamics     # the dynamics build on the model package
     qs = sample_configurations(model) if configurations is None else np.atleast_2d(
         configurations)
     for q in qs:
@@ -79,7 +78,7 @@ def urdf_link_names(model):
     if model.source != 'urdf' or not model.joint_names:
         return None
     try:
-        from robot_dynamics import urdf      # the URDF reader builds on the model module
+        from robot_dynamics.model import urdf   # the URDF reader builds on the model module
         params = model.to_params()
         robot = urdf.parse_urdf(params.get('urdf') or urdf.read_urdf_file(
             params['urdf_file']))

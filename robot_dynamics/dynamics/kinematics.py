@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from robot_dynamics import algorithms
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics.model.kernel_cache import KernelCache
 
 __all__ = ['link_poses', 'tool_pose', 'jacobian', 'jacobian_dot_qd',
            'quaternion_from_matrix', 'matrix_from_quaternion']
@@ -142,11 +143,7 @@ class _Constants:
 
 
 def _constants(model):
-    cache = model.__dict__.setdefault('_kernels', {})
-    constants = cache.get('kinematics')
-    if constants is None:
-        constants = cache['kinematics'] = _Constants(model)
-    return constants
+    return KernelCache.of(model).value('kinematics', _Constants, model)
 
 
 def _one(n, value):

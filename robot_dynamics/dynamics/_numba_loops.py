@@ -1,12 +1,12 @@
 """Optional accelerator for long chains: generic looped kernels compiled once by numba.
 
-`robot_dynamics._fast_numba` compiles the straight-line code generated per model; numba's
+`robot_dynamics.dynamics._fast_numba` compiles the straight-line code generated per model; numba's
 compile time grows steeply with its length. The kernels here are instead written once, as
 loops over the links with the 3-vector algebra spelled out in scalars (no temporary
 arrays), and take the model as one packed float64 array, so that one compilation serves
 every model of every length (cost O(n) per call, compile time independent of n).
 
-Algorithms, as in `robot_dynamics.algorithms` (which these must match to rounding):
+Algorithms, as in `robot_dynamics.dynamics.algorithms` (which these must match to rounding):
 - inverse dynamics: Newton–Euler (Craig's iterative form, [CRA] ch. 6 / [CSDN] §2), body
   wrenches taken about each body's origin with the first moment h = m c and the inertia
   about the origin;
@@ -39,7 +39,7 @@ it up front, e.g. when a node starts. The kernel source is written to
 install space; if that directory is not writable the kernels are compiled from memory in
 every process.
 
-The packed model (`pack`) is cached on the model instance (``model.__dict__['_kernels']``;
+The packed model (`pack`) is cached on the model instance (its `KernelCache`;
 `with_payload` makes a new instance without it, so the payload merged into the last body
 of its own chain is the one packed). It ends with scratch columns that the kernels use as
 working memory, so that a call allocates nothing but its output (numba boxing a returned
@@ -47,6 +47,7 @@ array costs ~1 µs, more than a 6-link inverse dynamics): safe because the kerne
 GIL (no ``nogil``), so no two calls on one model run at the same time.
 """
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -55,8 +56,9 @@ import types
 
 import numpy as np
 
-from robot_dynamics import _fast_numba, codegen
-from robot_dynamics.algorithms import steiner
+from robot_dynamics.dynamics import _fast_numba
+from robot_dynamics.dynamics.algorithms import steiner
+from robot_dynamics.model.kernel_cache import KernelCache
 
 try:
     import numba
@@ -64,14 +66,16 @@ except ImportError:      # the accelerator is optional
     numba = None
 
 WIDTH = 32                 # model columns, then SCRATCH columns of working memory
-SCRATCH = 20
+SCRATCH = 21
 """Columns of the packed model; row i < n is link i, row n holds the global data:
 row i: 0-8 R0 (row-major), 9-11 p' = R0ᵀ p0 + d0 e_z, 12 θ0, 13 R0 = Rx(α), 14 prismatic, 15 m,
        16-18 h = m c, 19-24 inertia about the origin (xx yy zz xy xz yz),
        25 armature, 26 viscous, 27 Coulomb friction (q̇ > 0), 28 Coulomb friction (q̇ < 0),
        29 Stribeck friction f_s, 30 friction velocity v_s, 31 1 for a tanh law
 (the kernels take the scratch columns as P[:, 32:]: WIDTH written out)
-row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity"""
+row n: 0-8 R_tip (row-major), 9-11 p_tip, 12-14 gravity, 15 the friction the kernels apply
+       (FRICTION_NONE, FRICTION_PLAIN: viscous and Coulomb only, FRICTION_LAWS: per joint,
+       defined with the kernels)"""
 
 _compiled = {}            # entry name -> numba dispatcher, compiled for ENTRIES[name]
 _modules = {}
@@ -110,12 +114,18 @@ def pack(model):
     P[n, 0:9] = ch.R_tip.reshape(9)
     P[n, 9:12] = ch.p_tip
     P[n, 12:15] = model.gravity
+    if not model.has_friction:
+        P[n, 15] = FRICTION_NONE
+    elif model.plain_friction:
+        P[n, 15] = FRICTION_PLAIN
+    else:
+        P[n, 15] = FRICTION_LAWS
     return P
 
 
 def packed(model):
     """`pack(model)`, once per model instance."""
-    return codegen.per_model(model, 'loops_packed', pack)
+    return KernelCache.of(model).value('loops_packed', pack, model)
 
 
 # ---------------------------------------------------------------------- public calls
@@ -126,8 +136,8 @@ def packed(model):
 
 def _packed(model):
     try:
-        return model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        return model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         return packed(model)
 
 
@@ -153,8 +163,8 @@ def _retry(name, model, arrays, ndim):
 
 def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -171,8 +181,8 @@ def inverse_dynamics_one(model, q, qd, qdd, wrench=None):
 
 def bias_forces_one(model, q, qd):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -184,8 +194,8 @@ def bias_forces_one(model, q, qd):
 
 def gravity_torques_one(model, q):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -197,8 +207,8 @@ def gravity_torques_one(model, q):
 
 def forward_dynamics_one(model, q, qd, tau, wrench=None):
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty(len(P) - 1)
     try:
@@ -217,8 +227,8 @@ def rk4_step_one(model, q, qd, tau, dt):
     """(q, q̇) after one RK4 step with τ held, as `integration.rk4_step` on one state (four
     articulated-body passes in one compiled call), or None."""
     try:
-        P = model.__dict__['_kernels']['loops_packed']
-    except KeyError:
+        P = model._kernels.values['loops_packed']
+    except (AttributeError, KeyError):
         P = packed(model)
     out = np.empty((2, len(P) - 1))
     try:
@@ -231,6 +241,49 @@ def rk4_step_one(model, q, qd, tau, dt):
         except (TypeError, ValueError, RuntimeError):
             return None
     return (out[0], out[1]) if ok else None
+
+
+_ONE_STATE = {'rnea': ('rnea_one', inverse_dynamics_one),
+              'rnea_wrench': ('rnea_wrench_one', inverse_dynamics_one),
+              'bias': ('bias_one', bias_forces_one),
+              'gravity': ('gravity_one', gravity_torques_one),
+              'aba': ('aba_one', forward_dynamics_one),
+              'aba_wrench': ('aba_wrench_one', forward_dynamics_one)}
+
+
+def runner(model, name):
+    """The one-state call of `name` ('rnea', 'rnea_wrench', 'bias', 'gravity', 'aba',
+    'aba_wrench': the *_one functions above) for this model: a function of the states
+    (the wrench last) with the compiled kernel, the packed model and n bound, so that a
+    call costs one allocation and the kernel (what `dynamics` keeps per model for its
+    one-state fast path). Anything the kernel's signature does not take goes to the
+    *_one function (copies, None)."""
+    entry, general = _ONE_STATE[name]
+    slow = functools.partial(general, model)
+    try:
+        fn = _kernel(entry)
+    except (TypeError, ValueError, RuntimeError):
+        return slow
+    P, n, empty = packed(model), model.n, np.empty
+    if name in ('rnea', 'aba'):                  # three states: no tuple of them
+
+        def run(a, b, c):
+            out = empty(n)
+            try:
+                ok = fn(P, a, b, c, out)
+            except TypeError:
+                return slow(a, b, c)
+            return out if ok else None
+        return run
+
+    def run_any(*states):
+        out = empty(n)
+        try:
+            ok = fn(P, *states, out)
+        except TypeError:
+            return slow(*states)
+        return out if ok else None
+    return run_any
 
 
 def _batch(name, model, arrays):
@@ -355,22 +408,45 @@ _KERNELS_BEGIN = '# ' + '-' * 70 + ' kernels'
 # Plain Python on numpy arrays and floats (they run, slowly, without numba too); numba
 # compiles a copy. Vectors are written out in scalars; 3×3 blocks are tuples.
 
-
-def _sign(x):
-    if x > 0.0:
-        return 1.0
-    if x < 0.0:
-        return -1.0
-    return 0.0
+FRICTION_NONE, FRICTION_PLAIN, FRICTION_LAWS = 0.0, 1.0, 2.0     # packed row n, column 15
 
 
 def _friction(r, v):
-    """The joint's friction law (dynamics.friction_torques) from its packed row."""
-    s = math.tanh(v / r[30]) if r[31] != 0.0 else _sign(v)
-    tau = r[26] * v + (r[27] * s if s >= 0.0 else r[28] * s)
+    """The joint's friction law (dynamics.friction_laws, the same operations in the same
+    order) from its packed row; no branch on the sign of v (a batch's velocities change
+    sign at random: a mispredicted branch per joint costs more than the law)."""
+    sign = (1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)      # selects
+    s = math.tanh(v / r[30]) if r[31] != 0.0 else sign
+    tau = r[26] * v + (s if s > 0.0 else 0.0) * r[27] + (s if s < 0.0 else 0.0) * r[28]
     if r[29] != 0.0:
-        tau += r[29] * math.exp(-(v / r[30]) ** 2) * _sign(v)
+        tau += r[29] * math.exp(-(v / r[30]) ** 2) * sign
     return tau
+
+
+def add_friction(P, qd, out):
+    """out[i] += friction of joint i at qd[i], for every joint, in a loop of its own after
+    the Newton–Euler recursion (whose loops then carry no friction law: no branches, no
+    calls to tanh or exp around which the compiler would spill their many live values).
+    The packed model says which friction applies (row n, column 15): none (nothing to
+    do), viscous and Coulomb only (b q̇ + f_c sign(q̇), without branches), or the
+    per-joint laws (`_friction` written out: a call per joint costs as much as the law)."""
+    n = qd.shape[0]
+    kind = P[n, 15]
+    if kind == FRICTION_PLAIN:
+        for i in range(n):
+            v = qd[i]
+            sign = (1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)
+            out[i] += v * P[i, 26] + sign * P[i, 27]
+    elif kind != FRICTION_NONE:
+        for i in range(n):
+            r = P[i]
+            v = qd[i]
+            sign = (1.0 if v > 0.0 else 0.0) - (1.0 if v < 0.0 else 0.0)
+            s = math.tanh(v / r[30]) if r[31] != 0.0 else sign
+            tau = r[26] * v + (s if s > 0.0 else 0.0) * r[27] + (s if s < 0.0 else 0.0) * r[28]
+            if r[29] != 0.0:
+                tau += r[29] * math.exp(-(v / r[30]) ** 2) * sign
+            out[i] += tau
 
 
 def r0t(r, x, y, z):
@@ -483,8 +559,6 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
         tau = fz if prismatic else nz
         if full:
             tau += r[25] * qdd[i]
-        if mode != 2:
-            tau += _friction(r, qd[i])
         out[i] = tau
         total += tau
         if i > 0:                            # into body i-1: R0 (Rz f), R0 (Rz n + p' × Rz f)
@@ -499,6 +573,8 @@ def rnea_into(P, q, qd, qdd, w, mode, out, S):
             m2 += px * f1 - py * f0
             fx, fy, fz = r0(r, f0, f1, f2)
             nx, ny, nz = r0(r, m0, m1, m2)
+    if mode != 2:
+        add_friction(P, qd, out)
     return math.isfinite(check * 0.0 + total)
 
 
@@ -652,20 +728,30 @@ def rot_gen(r, b):
 
 def aba_into(P, q, qd, tau, w, wrench, out, S):
     """Articulated-body q̈ into out (n,) (RBDA Table 7.1, spatial vectors [ω; v]).
-    S is (n, ≥ 20) scratch per link: 0-5 the body's own bias force v ×f (I v) [n; f],
-    6-9 c (its nonzero entries), 10-15 U, 16 D, 17 u, 18 cos, 19 sin (the articulated
-    inertias pass from child to parent in local variables). The tip wrench w (6,) if
-    `wrench`. False if an input or the result is not finite, or D ≤ 0."""
+    S is (n, ≥ 21) scratch per link: 0-5 the body's own bias force v ×f (I v) [n; f],
+    6-9 c (its nonzero entries), 10-15 U, 16 D, 17 u, 18 cos, 19 sin, 20 τ − friction
+    (in pass 1, by the model's kind of friction as in `add_friction`, so that pass 2
+    carries no friction law; the articulated inertias pass from child to parent in local
+    variables). The tip wrench w (6,) if `wrench`. False if an input or the result is not
+    finite, or D ≤ 0."""
     n = q.shape[0]
     G = P[n]
     wx = wy = wz = 0.0                       # spatial velocity of body i-1 in its frame
     vx = vy = vz = 0.0
     check = 0.0
+    kind = G[15]
     for i in range(n):                       # pass 1: velocities, c, own bias force
         r = P[i]
         qi = q[i]
         qdi = qd[i]
         check += qi + qdi + tau[i]
+        if kind == FRICTION_NONE:            # the net effort τ − friction
+            S[i, 20] = tau[i]
+        elif kind == FRICTION_PLAIN:
+            sign = (1.0 if qdi > 0.0 else 0.0) - (1.0 if qdi < 0.0 else 0.0)
+            S[i, 20] = tau[i] - (qdi * r[26] + sign * r[27])
+        else:
+            S[i, 20] = tau[i] - _friction(r, qdi)
         w0, w1, w2 = r0t(r, wx, wy, wz)
         v0, v1, v2 = r0t(r, vx, vy, vz)
         px, py, pz = r[9], r[10], r[11]
@@ -739,8 +825,7 @@ def aba_into(P, q, qd, tau, w, wrench, out, S):
         pn0, pn1, pn2 = s_[0] + cn0, s_[1] + cn1, s_[2] + cn2
         pf0, pf1, pf2 = s_[3] + cf0, s_[4] + cf1, s_[5] + cf2
         prismatic = r[14] != 0.0
-        qdi = qd[i]
-        net = tau[i] - _friction(r, qdi)
+        net = s_[20]
         if prismatic:                        # U = IA e_5, D = IA[5, 5] + armature
             u0, u1, u2, u3, u4, u5 = b[2], b[5], b[8], mxz, myz, mzz
             d = mzz + r[25]
@@ -924,8 +1009,8 @@ def rk4_one(P, q, qd, tau, dt, out):
     return True
 
 
-_KERNELS = (_sign, _friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one, bias_one,
-            gravity_one,
+_KERNELS = (_friction, add_friction, r0t, r0, rnea_into, _fits, rnea_one, rnea_wrench_one,
+            bias_one, gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)

@@ -23,9 +23,10 @@ integrator.
 
 import numpy as np
 
-from robot_dynamics import integration, kinematics
-from robot_dynamics.engine_frames import (FrameError, link_frames, resolve_frame, TOOL,
-                                          wrench_vector)
+from robot_dynamics.dynamics import kinematics
+from robot_dynamics.simulation import integration
+from robot_dynamics.simulation.engine_frames import (FrameError, link_frames, resolve_frame,
+                                                     TOOL, wrench_vector)
 
 ENGINES = ('own', 'mujoco')
 
@@ -138,7 +139,7 @@ def make_engine(name, model, joints, dt, method='rk4', stops=None, model_file=''
     if name == 'own':
         return OwnEngine(model, dt, method, stops)
     if name == 'mujoco':
-        from robot_dynamics import mujoco_engine
+        from robot_dynamics.simulation import mujoco_engine
         if model_file:
             return mujoco_engine.MujocoEngine.from_file(model_file, joints, dt, method,
                                                         robot_model=model, log=log)

@@ -1,6 +1,6 @@
 """Straight-line dynamics code generated for one robot (the fast path; doc/performance.md).
 
-The algorithms of `robot_dynamics.algorithms` are traced once per model on a small
+The algorithms of `robot_dynamics.dynamics.algorithms` are traced once per model on a small
 expression graph whose leaves are the joint variables and the model's constants. The
 tracer folds every constant sub-expression and the exact zeros and ±1 of the chain's
 constant placements (DH placements are Rx(α)·Tx(a)), shares common sub-expressions and
@@ -22,9 +22,9 @@ kernel. `source(model, name)` shows the code, `operation_counts` counts it.
 Payloads: the inertial parameters of the LAST body (mass, centre of mass, first moment,
 inertias; `BODY`, values from `last_body`) are not folded but trailing parameters of each
 kernel, e.g. ``def rnea(q, qd, qdd, b_m, b_c0, ...)``. The compiled code is cached in
-``model.__dict__['_kernel_code']``, which `RobotModel.with_payload` shares with the model it
-derives; each model binds its own values once as the defaults of its function objects
-(``model.__dict__['_kernels']``), so a payload change costs microseconds, not a new
+the shared slot of the model's `KernelCache`, which `RobotModel.with_payload` shares with
+the model it derives; each model binds its own values once as the defaults of its function
+objects (the cache's per-model values), so a payload change costs microseconds, not a new
 compilation, and a call passes nothing more.
 
 Kernels (all include the model's armature and friction, like the public functions):
@@ -42,7 +42,8 @@ import types
 
 import numpy as np
 
-from robot_dynamics.algorithms import steiner
+from robot_dynamics.dynamics.algorithms import steiner
+from robot_dynamics.model.kernel_cache import KernelCache
 
 __all__ = ['source', 'kernel', 'operation_counts', 'KERNELS', 'BODY', 'last_body']
 
@@ -1192,21 +1193,21 @@ def kernel(model, name, mode='scalar'):
     """The compiled kernel `name` for `model`: mode 'scalar' takes sequences of floats,
     'array' takes sequences of (B,) arrays (e.g. ``q.T``); both return a tuple.
     Compiled on first use; the code is shared by the models `with_payload` derives from
-    one another (``model.__dict__['_kernel_code']``), and each model binds its last body's
-    parameters as the defaults of its own function object (``model.__dict__['_kernels']``),
-    so that a payload change costs a few microseconds, not a new compilation."""
-    cache = model.__dict__.setdefault('_kernels', {})
+    one another (`KernelCache.shared`), and each model binds its last body's parameters as
+    the defaults of its own function object (`KernelCache.values`), so that a payload
+    change costs a few microseconds, not a new compilation."""
+    values = KernelCache.of(model).values
     key = (name, mode)
-    fn = cache.get(key)
+    fn = values.get(key)
     if fn is None:
-        fn = cache[key] = bind(model, _unbound(model, name, mode))
+        fn = values[key] = bind(model, _unbound(model, name, mode))
     return fn
 
 
 def shared_cache(model):
     """Generated sources and compiled code that depend on everything but the last body's
     inertial parameters (shared with the models `with_payload` derives)."""
-    return model.__dict__.setdefault('_kernel_code', {})
+    return KernelCache.of(model).shared
 
 
 def cached_source(model, name):
@@ -1219,13 +1220,9 @@ def cached_source(model, name):
 
 
 def per_model(model, key, make):
-    """``make(model)``, computed once per model instance and kept in its ``_kernels`` dict
+    """``make(model)``, computed once per model instance and kept in its `KernelCache`
     (dropped by `with_payload` copies and by pickling)."""
-    cache = model.__dict__.setdefault('_kernels', {})
-    value = cache.get(key)
-    if value is None:
-        value = cache[key] = make(model)
-    return value
+    return KernelCache.of(model).value(key, make, model)
 
 
 def last_body_values(model):
@@ -1263,7 +1260,7 @@ def _compile(model, name, mode):
         return _singular
     if mode == 'array':
         text = ast.fix_missing_locations(_InPlace().visit(ast.parse(text)))
-    code = compile(text, f'<robot_dynamics.codegen {name} {model!r}>', 'exec')
+    code = compile(text, f'<robot_dynamics.dynamics.codegen {name} {model!r}>', 'exec')
     exec(code, namespace)  # noqa: S102 - our own generated source, nothing external
     return namespace[name]
 

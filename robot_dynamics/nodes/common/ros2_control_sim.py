@@ -1,0 +1,93 @@
+"""What launch/ros2_control_sim.launch.py builds, without importing `launch`: the simulated
+arm as ros2_control hardware through topic_based_ros2_control.
+
+    plant_simulator --(sensor_msgs/JointState: position, velocity, effort)--> STATES_TOPIC
+        --> TopicBasedSystem (read) --> joint_state_broadcaster --> /joint_states
+        --> computed_torque_controller --> /effort_controller/commands (Float64MultiArray)
+        --> effort_controller (JointGroupEffortController) --> effort command interfaces
+        --> TopicBasedSystem (write) --> COMMANDS_TOPIC (sensor_msgs/JointState: name, effort)
+        --> plant_simulator (command_message: joint_state)
+
+`description` puts a <ros2_control> system block with topic_based_ros2_control/
+TopicBasedSystem into the robot's URDF: per joint an effort command interface and
+position, velocity and effort state interfaces; `trigger_joint_command_threshold` -1 (the
+plugin otherwise publishes only when its position commands differ from the states, which
+never happens with effort commands alone); the effort state starts at NaN, which the plugin
+also takes as its initial effort command, so that it sends "no command" (every effort NaN)
+until the effort controller writes one and the plant stays on its brakes meanwhile.
+`controllers_file` writes controller_manager's parameters (update rate,
+joint_state_broadcaster, effort_controller over the robot's joints)."""
+
+import hashlib
+import os
+import tempfile
+from xml.sax.saxutils import escape, quoteattr
+
+HARDWARE = 'topic_based_ros2_control/TopicBasedSystem'
+COMMANDS_TOPIC = '/plant_simulator/joint_commands'   # TopicBasedSystem -> plant
+STATES_TOPIC = '/plant_simulator/joint_states'       # plant -> TopicBasedSystem
+BROADCASTER = 'joint_state_broadcaster/JointStateBroadcaster'
+EFFORT_CONTROLLER = 'effort_controllers/JointGroupEffortController'
+CONTROLLERS = ('joint_state_broadcaster', 'effort_controller')
+SYSTEM_NAME = 'robot_dynamics_sim'
+
+
+def description(urdf, joints, initial_positions=None, commands_topic=COMMANDS_TOPIC,
+                states_topic=STATES_TOPIC, name=SYSTEM_NAME):
+    """`urdf` with the <ros2_control> block of the simulated arm (see the module); each
+    joint's position state starts at `initial_positions` (default 0), what
+    joint_state_broadcaster publishes until the plant's first state is read."""
+    initial = list(initial_positions) if initial_positions is not None else [0.0] * len(joints)
+    if len(initial) != len(joints):
+        raise ValueError(f'initial_positions: {len(initial)} values for {len(joints)} joints')
+    lines = [f'  <ros2_control name={quoteattr(name)} type="system">',
+             '    <hardware>',
+             f'      <plugin>{HARDWARE}</plugin>',
+             f'      <param name="joint_commands_topic">{escape(commands_topic)}</param>',
+             f'      <param name="joint_states_topic">{escape(states_topic)}</param>',
+             '      <param name="trigger_joint_command_threshold">-1</param>',
+             '    </hardware>']
+    for joint, start in zip(joints, initial):
+        lines += [f'    <joint name={quoteattr(joint)}>',
+                  '      <command_interface name="effort"/>',
+                  '      <state_interface name="position">',
+                  f'        <param name="initial_value">{float(start)!r}</param>',
+                  '      </state_interface>',
+                  '      <state_interface name="velocity">',
+                  '        <param name="initial_value">0.0</param>',
+                  '      </state_interface>',
+                  '      <state_interface name="effort">',
+                  '        <param name="initial_value">nan</param>',
+                  '      </state_interface>',
+                  '    </joint>']
+    lines.append('  </ros2_control>')
+    head, tail = urdf.rsplit('</robot>', 1)
+    return head + '\n'.join(lines) + '\n</robot>' + tail
+
+
+def controllers_yaml(joints, update_rate=1000):
+    """controller_manager's parameter file (text): `update_rate` [Hz],
+    joint_state_broadcaster and effort_controller over `joints` in this order."""
+    import yaml
+    document = {
+        'controller_manager': {'ros__parameters': {
+            'update_rate': int(update_rate),
+            'joint_state_broadcaster': {'type': BROADCASTER},
+            'effort_controller': {'type': EFFORT_CONTROLLER}}},
+        'effort_controller': {'ros__parameters': {'joints': list(joints)}},
+    }
+    return ('# controller_manager of launch/ros2_control_sim.launch.py (written by it)\n'
+            + yaml.safe_dump(document, sort_keys=False))
+
+
+def controllers_file(joints, update_rate=1000):
+    """`controllers_yaml` written to the temporary folder, named by its content; its path."""
+    text = controllers_yaml(joints, update_rate)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f'robot_dynamics_controllers_{digest}.yaml')
+    if not os.path.exists(path):
+        handle, partial = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.part')
+        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+        os.replace(partial, path)
+    return path

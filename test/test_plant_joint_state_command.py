@@ -1,0 +1,200 @@
+"""The plant's `command_message: joint_state` path: sensor_msgs/JointState efforts mapped by
+name (any order), bad commands refused whole with the field and the joints named, the last
+good command kept (then command_timeout as on the Float64MultiArray path); and the default
+path unchanged. The reader is checked without ROS, the node over DDS (the test plays the
+hardware plugin that sends JointState commands)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robot_dynamics.nodes.common.effort_command import (
+    COMMAND_MESSAGES, EffortCommand, FLOAT64_MULTI_ARRAY, JOINT_STATE, Refused)
+
+JOINTS = ['joint_1', 'joint_2', 'joint_3', 'joint_4', 'joint_5', 'joint_6']
+
+
+class Msg:
+    """Stands for a message: only the fields the reader uses."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def state(names, efforts):
+    return Msg(name=list(names), effort=list(efforts), position=[], velocity=[])
+
+
+def test_the_two_message_kinds():
+    assert COMMAND_MESSAGES == (FLOAT64_MULTI_ARRAY, JOINT_STATE)
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_efforts_are_mapped_by_name_in_any_order(seed):
+    rng = np.random.default_rng(seed)
+    reader = EffortCommand(JOINTS, JOINT_STATE)
+    wanted = rng.normal(size=6)
+    order = rng.permutation(6)
+    for _ in range(2):         # the second time through the cached order
+        tau = reader.read(state([JOINTS[i] for i in order], wanted[order]))
+        np.testing.assert_array_equal(tau, wanted)
+    other = rng.permutation(6)  # a new order after the cached one
+    np.testing.assert_array_equal(
+        reader.read(state([JOINTS[i] for i in other], wanted[other])), wanted)
+
+
+@pytest.mark.parametrize('names, efforts, named', [
+    (JOINTS[:5], [1.0] * 5, ['name lacks joint_6', '5 of 6 named']),            # subset
+    (JOINTS + ['gripper'], [1.0] * 7, ['joints this plant does not have: gripper']),
+    (JOINTS[:5] + ['joint_2'], [1.0] * 6, ['name lists joint_2 more than once']),
+    (JOINTS, [1.0] * 5, ['effort has 5 values for 6 names', 'joint_1']),        # length
+    (JOINTS, [1.0] * 7, ['effort has 7 values for 6 names']),
+    (JOINTS, [], ['effort is empty for 6 names']),                               # missing
+    (JOINTS, [1.0, math.nan, 1.0, math.inf, 1.0, 1.0],
+     ['effort is not finite for joint_2, joint_4']),
+])
+def test_bad_commands_are_refused_naming_the_field_and_the_joints(names, efforts, named):
+    reader = EffortCommand(JOINTS, JOINT_STATE)
+    with pytest.raises(Refused) as refused:
+        reader.read(state(names, efforts))
+    for part in named:
+        assert part in str(refused.value)
+    assert refused.value.level == 'warning'
+
+
+def test_every_effort_nan_is_no_command_said_at_info_level():
+    """ros2_control's "nobody has commanded yet": a command interface holding NaN."""
+    with pytest.raises(Refused) as refused:
+        EffortCommand(JOINTS, JOINT_STATE).read(state(JOINTS, [math.nan] * 6))
+    assert refused.value.level == 'info' and 'no command yet' in str(refused.value)
+
+
+def test_a_refused_order_is_not_cached_as_good():
+    reader = EffortCommand(JOINTS, JOINT_STATE)
+    with pytest.raises(Refused):
+        reader.read(state(JOINTS[:5], [1.0] * 5))
+    with pytest.raises(Refused):               # the same list again: still refused
+        reader.read(state(JOINTS[:5], [1.0] * 5))
+
+
+def test_the_float64_multi_array_path_is_unchanged():
+    reader = EffortCommand(JOINTS)
+    np.testing.assert_array_equal(reader.read(Msg(data=[1.0, 2, 3, 4, 5, 6])),
+                                  [1, 2, 3, 4, 5, 6])
+    with pytest.raises(Refused, match=r'data has 5 values for 6 joints'):
+        reader.read(Msg(data=[1.0] * 5))
+    with pytest.raises(Refused, match=r'data\[2\] \(joint joint_3\) is not finite'):
+        reader.read(Msg(data=[1.0, 1.0, math.nan, 1.0, 1.0, 1.0]))
+
+
+def test_an_unknown_command_message_is_refused_naming_the_parameter():
+    from robot_dynamics.nodes.common.ros_params import ConfigurationError
+    with pytest.raises(ConfigurationError, match='command_message'):
+        EffortCommand(JOINTS, 'joint_states')
+
+
+# ------------------------------------------------------------------ the node, over DDS
+
+def _dds():
+    pytest.importorskip('rclpy')
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+    from robot_dynamics import dynamics
+    from robot_dynamics.model import RobotModel
+    from robot_dynamics.nodes.plant import PlantSimulator
+    from ros_testing import PUMA, RosHarness, WIDE_LIMITS
+    return Node, JointState, dynamics, RobotModel, PlantSimulator, PUMA, RosHarness, \
+        WIDE_LIMITS
+
+
+Q0 = [1.5707963267948966, 0.0, 1.5707963267948966, 0.0, 0.0, 0.0]
+PERIOD_NS = 10_000_000
+
+
+def start(*overrides):
+    Node, JointState, _, _, PlantSimulator, PUMA, RosHarness, WIDE = _dds()
+
+    class Hardware(Node):
+        """Plays a hardware plugin that sends JointState commands."""
+
+        def __init__(self, context):
+            super().__init__('fake_hardware', context=context)
+            self.states = []
+            self.create_subscription(JointState, 'plant_states', self.states.append, 100)
+            self.publisher = self.create_publisher(JointState, '/arm/joint_commands', 10)
+
+        def command(self, names, efforts):
+            self.publisher.publish(JointState(name=list(names),
+                                              effort=[float(v) for v in efforts]))
+
+        def stamps(self):
+            return [s.header.stamp.sec * 1_000_000_000 + s.header.stamp.nanosec
+                    for s in self.states]
+    harness = RosHarness(PUMA, overrides=(
+        f'initial_positions:={Q0}', 'command_message:=joint_state',
+        'command_topic:=/arm/joint_commands') + WIDE + overrides,
+        ros_args=('-r', 'joint_states:=plant_states'))
+    plant = harness.add(PlantSimulator(context=harness.context))
+    hardware = harness.add(Hardware(harness.context))
+    harness.spin_until(lambda: hardware.states
+                       and hardware.publisher.get_subscription_count() > 0, 'the first state')
+    return harness, plant, hardware
+
+
+def holding():
+    _, _, dynamics, RobotModel, _, PUMA, _, _ = _dds()
+    return dynamics.gravity_torques(RobotModel.from_yaml(PUMA), np.array(Q0))
+
+
+def test_the_plant_subscribes_joint_state_and_applies_efforts_by_name():
+    """Lock-step: a command in reversed order advances one period and is applied in the
+    plant's joint order (the published effort); refused ones (a subset, NaN, all NaN) do
+    not answer the state."""
+    harness, plant, hardware = start('publish_clock:=true', 'real_time_factor:=0.0',
+                                     'lockstep_timeout:=60.0')
+    try:
+        from sensor_msgs.msg import JointState
+        assert plant._command_sub.msg_type is JointState
+        assert plant._command_sub.topic_name == '/arm/joint_commands'
+        tau = holding()
+        hardware.command(JOINTS[:5], tau[:5])
+        hardware.command(JOINTS, [math.nan] * 6)
+        hardware.command(JOINTS, list(tau[:5]) + [math.nan])
+        harness.spin_for(40)
+        assert set(hardware.stamps()) == {0}                 # none answered the state
+        hardware.command(JOINTS[::-1], tau[::-1])
+        harness.spin_until(lambda: max(hardware.stamps()) == PERIOD_NS, 'one step')
+        np.testing.assert_allclose(hardware.states[-1].effort, tau, rtol=1e-12)
+        np.testing.assert_allclose(hardware.states[-1].position, Q0, atol=1e-9)
+    finally:
+        harness.close()
+
+
+def test_a_refused_command_keeps_the_last_good_one_until_command_timeout():
+    """Free stepping on simulated time (no lock-step): the good command stays applied
+    while refused ones arrive, and ages from its own arrival: zero effort (brakes off)
+    once it is older than command_timeout, whatever refused commands came meanwhile."""
+    harness, plant, hardware = start('publish_clock:=true', 'lockstep:=false',
+                                     'command_timeout:=0.2', 'brakes:=false')
+    try:
+        tau = holding()
+        hardware.command(JOINTS, tau)
+        harness.spin_until(lambda: any(s.effort[1] for s in hardware.states), 'the command')
+        first = next(s for s in hardware.states if s.effort[1])
+        start_ns = first.header.stamp.sec * 1_000_000_000 + first.header.stamp.nanosec
+        bad = np.array(tau) * 3.0
+        seen = len(hardware.states)
+        while not any(s.effort[1] == 0.0 for s in hardware.states[seen:]):
+            hardware.command(JOINTS[:5], bad[:5])                       # refused
+            harness.spin_for(2)
+        applied = [s for s in hardware.states if s.effort[1]]
+        for s in applied:
+            np.testing.assert_allclose(s.effort, tau, rtol=1e-12)       # never the bad one
+        last = applied[-1].header.stamp
+        held_ns = last.sec * 1_000_000_000 + last.nanosec - start_ns
+        assert held_ns <= 0.2e9 + PERIOD_NS                 # zero once older than 0.2 s
+        assert held_ns >= 0.2e9 - 3 * PERIOD_NS             # not earlier (refused ones
+        #                                                     neither renewed nor cut it)
+    finally:
+        harness.close()
