@@ -34,6 +34,10 @@ MOVED = {
     'robot_dynamics.mujoco_engine': 'robot_dynamics.simulation.mujoco_engine',
     'robot_dynamics.arm_identification': 'robot_dynamics.identification.arm',
     'robot_dynamics.joint_state_bag': 'robot_dynamics.identification.recordings',
+    # the parameter-file reading, section matching and layering of the nodes, now the
+    # parameters package's (the model and urdf read files through it)
+    'robot_dynamics.nodes.common.layering': 'robot_dynamics.parameters.layering',
+    'robot_dynamics.nodes.common.params_file': 'robot_dynamics.parameters.params_file',
 }
 
 # Old modules split in several: (new modules whose public names (__all__) they hold,

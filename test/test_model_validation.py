@@ -302,11 +302,21 @@ def test_from_yaml_reads_exponent_without_dot_as_a_number(tmp_path, block):
 
 
 def test_from_yaml_quoted_number_is_refused_naming_the_key(tmp_path, block):
+    """A quoted number is a string, as rcl reads it: one among numbers makes a list of
+    mixed types, which rcl refuses (named with the file, line and key); a list of quoted
+    numbers is a list of strings, which the model refuses naming the index."""
     text = yaml.safe_dump({'/**': {'ros__parameters': {'robot': block}}})
-    text = re.sub(r'mass:\n(\s*)- [^\n]+\n', "mass:\n\\1- '4.0'\n", text, count=1)
+    one = re.sub(r'mass:\n(\s*)- [^\n]+\n', "mass:\n\\1- '4.0'\n", text, count=1)
     path = tmp_path / 'robot.yaml'
-    path.write_text(text, encoding='utf-8')
-    with pytest.raises(ValueError, match=r"robot\.mass\[0\]: expected a number, got '4.0'"):
+    path.write_text(one, encoding='utf-8')
+    with pytest.raises(ValueError, match=r'robot\.yaml: line \d+: robot\.mass: a list of '
+                                         r'mixed types'):
+        RobotModel.from_yaml(path)
+    every = dict(block, mass=[f'{m}' for m in block['mass']])
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {'robot': every}}}),
+                    encoding='utf-8')
+    with pytest.raises(ValueError, match=r"robot\.mass\[0\]: expected a number, got "
+                                         rf"'{block['mass'][0]}'"):
         RobotModel.from_yaml(path)
 
 

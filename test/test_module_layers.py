@@ -53,11 +53,25 @@ def test_importing_only_the_model_reads_a_urdf_parameter_file(tmp_path):
 
 
 def test_params_file_is_below_layering_with_no_import_back():
-    """nodes/common: the layering builds on the parameter-file module (its errors, its
+    """parameters/: the layering builds on the parameter-file module (its errors, its
     command-line reading, the section matching), which imports nothing of the layering,
-    not even inside a function; the names moved down are still the layering's."""
-    from robot_dynamics.nodes.common import layering, params_file
+    not even inside a function; the names moved down are still the layering's; the old
+    paths under nodes/common are the same modules."""
+    from robot_dynamics.parameters import layering, params_file
     assert not any('layering' in name for name in imported_modules(params_file))
-    assert 'robot_dynamics.nodes.common.params_file' in imported_modules(layering)
+    assert 'robot_dynamics.parameters.params_file' in imported_modules(layering)
     for name in ('section_matches', 'layered_origin'):
         assert getattr(layering, name) is getattr(params_file, name)
+    from robot_dynamics.nodes.common import layering as old_layering
+    from robot_dynamics.nodes.common import params_file as old_params_file
+    assert old_layering is layering and old_params_file is params_file
+
+
+def test_the_parameter_files_are_read_by_the_parameters_package_alone():
+    """One parameter-file reader: the model and the URDF helper read files through
+    robot_dynamics.parameters, and neither parses YAML itself."""
+    for module in (model, urdf):
+        names = imported_modules(module)
+        assert 'yaml' not in names, module.__name__
+    assert 'robot_dynamics.parameters.layering' in imported_modules(model)
+    assert 'robot_dynamics.parameters.layering' in imported_modules(urdf)

@@ -19,7 +19,8 @@ PUBLIC = ['model', 'dynamics', 'control', 'kinematics', 'urdf', 'simulation', 'i
 def test_an_old_name_is_the_new_module(old, new):
     module = importlib.import_module(old)
     assert module is importlib.import_module(new)
-    assert getattr(importlib.import_module('robot_dynamics'), old.rpartition('.')[2]) is module
+    parent, _, name = old.rpartition('.')
+    assert getattr(importlib.import_module(parent), name) is module
     assert not os.path.exists(os.path.join(REPO, *old.split('.')) + '.py')
 
 

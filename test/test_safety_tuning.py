@@ -130,8 +130,8 @@ def test_payload_change_compiles_nothing_stalls_nothing_and_applies_at_the_next_
     cycles = []                 # payload of the law in effect at each control cycle
     take = controller._take_new_law
 
-    def recording_take():
-        take()
+    def recording_take(*args):          # the cycle's time
+        take(*args)
         cycles.append(controller.law.model.payload.mass)
     controller._take_new_law = recording_take
     harness.spin_until(lambda: len(cycles) >= 5 and plant.sim_time > 0.05,
@@ -234,8 +234,8 @@ def test_atomic_update_of_gains_limits_and_payload_takes_effect_in_one_cycle(loo
     seen = []
     original = controller._take_new_law
 
-    def recording():
-        original()
+    def recording(*args):
+        original(*args)
         seen.append((controller.law.kp[0], controller.effort_limits[0],
                      controller.law.model.payload.mass))
     controller._take_new_law = recording

@@ -23,13 +23,13 @@ such a model has no DH table (``a``, ``alpha``, ``d``, ``theta``, ``dh_conventio
 """
 
 import math
-import re
 import os
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import yaml
+
+from robot_dynamics.parameters import ROBOT_KEYS
 
 from robot_dynamics.model.kernel_cache import KernelCache
 
@@ -67,39 +67,6 @@ def register_model_source(name, build):
     MODEL_SOURCES[name] = build
 
 
-class ParameterFileLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 floats: ``4e-05`` and ``1E3`` are numbers, as
-    rcl's parameter-file parser reads them (PyYAML alone would return the string '4e-05')."""
-
-
-ParameterFileLoader.add_implicit_resolver(
-    'tag:yaml.org,2002:float',
-    re.compile(r'''^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                |[-+]?\.(?:inf|Inf|INF)
-                |\.(?:nan|NaN|NAN))$''', re.X),
-    list('-+0123456789.'))
-
-
-def _untagged(loader, tag_suffix, node):
-    """A node with a tag rcl ignores (rcl reads every tag but ``!!str`` as if it were not
-    there): e.g. launch_ros writes the tuples of ``parameters=[{...}]`` as ``!!python/tuple``
-    sequences. Read as the same node without its tag (a list, a mapping, or the scalar as
-    its text resolves; a string if nothing else reads it)."""
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    tag = loader.resolve(yaml.ScalarNode, node.value, (True, False))
-    constructor = loader.yaml_constructors.get(tag)
-    if constructor is None:
-        return node.value
-    return constructor(loader, yaml.ScalarNode(tag, node.value, node.start_mark,
-                                               node.end_mark, node.style))
-
-
-ParameterFileLoader.add_multi_constructor('', _untagged)
 
 
 class ModelWarning(UserWarning):
@@ -354,9 +321,8 @@ class RobotModel:
         if not isinstance(robot, dict):
             raise ValueError(f'robot: expected a mapping of parameters, got {type(robot).__name__}')
         block = _nest({key: value for key, value in _flatten(robot).items() if value is not None})
-        known = {'dh_convention', 'joint_types', 'a', 'alpha', 'd', 'theta', 'mass', 'com',
-                 'inertia', 'gravity', 'payload', 'accept_nonphysical_inertia', 'continuous',
-                 *PER_JOINT_OPTIONAL}
+        # the DH keys: the robot block's table (robot_dynamics/parameters/robot.py)
+        known = {key.partition('.')[0] for key in ROBOT_KEYS} - {'source', *URDF_KEYS}
         source = block.get('source', 'dh')
         if source != 'dh':
             if source not in MODEL_SOURCES:
@@ -383,11 +349,11 @@ class RobotModel:
 
     @classmethod
     def from_yaml(cls, path, node_name=None):
-        """Read the `robot` block of a ROS 2 parameter file: the one under ``/**``,
-        overridden key by key by the section of `node_name` when given."""
-        with open(path, encoding='utf-8') as stream:
-            document = yaml.load(stream, Loader=ParameterFileLoader)
-        block = robot_block_from_document(document, node_name, str(path))
+        """Read the `robot` block of a ROS 2 parameter file as rcl reads it: the ``/**``
+        sections and, when `node_name` is given, those naming that node, later values
+        winning (robot_dynamics.parameters.layering)."""
+        from robot_dynamics.parameters.layering import robot_block_of_file
+        block = robot_block_of_file(path, node_name)
         urdf_file = block.get('urdf_file')
         if isinstance(urdf_file, str) and urdf_file and not (
                 os.path.isabs(urdf_file) or '://' in urdf_file):
@@ -646,27 +612,6 @@ class RobotModel:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def robot_block_from_document(document, node_name=None, origin='parameter file'):
-    """The merged `robot` block of a parsed ROS 2 parameter file."""
-    if not isinstance(document, dict):
-        raise ValueError(f'{origin}: not a ROS 2 parameter file (top level is not a mapping)')
-    block = {}
-    sections = ['/**']
-    if node_name:
-        sections += [node_name, '/' + node_name.lstrip('/')]
-    found = False
-    for section in sections:
-        params = (document.get(section) or {}).get('ros__parameters') if isinstance(
-            document.get(section), dict) else None
-        if params and isinstance(params.get('robot'), dict):
-            block.update(_flatten(params['robot']))
-            found = True
-    if not found:
-        raise ValueError(f'{origin}: no robot block under "/**: ros__parameters: robot"'
-                         + (f' or "{node_name}: ros__parameters: robot"' if node_name else ''))
-    return block
 
 
 def _flatten(mapping, prefix=''):

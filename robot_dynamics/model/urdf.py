@@ -727,13 +727,8 @@ def _rz_tz(theta, d):
 def urdf_from_parameter_file(path, node_name=None, robot_name=None):
     """The URDF of the model in a ROS 2 parameter file, joints named by its `joints` list
     (e.g. for a launch file that starts robot_state_publisher with it)."""
-    import yaml
-    with open(path, encoding='utf-8') as stream:
-        document = yaml.safe_load(stream)
-    joints = None
-    for section in ('/**', node_name):
-        params = (document.get(section) or {}).get('ros__parameters') or {} if section else {}
-        joints = params.get('joints', joints)
+    from robot_dynamics.parameters.layering import joints_of_file
+    joints = joints_of_file(path, node_name)
     model = RobotModel.from_yaml(path, node_name)
     name = robot_name or os.path.splitext(os.path.basename(str(path)))[0]
     return model_to_urdf(model, joints, robot_name=name)

@@ -42,19 +42,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 
 from robot_dynamics.identification.payload import PayloadEstimator
-from robot_dynamics.nodes.common.ros_params import (
-    as_bool, as_choice, as_float, ConfigurationError, declare)
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
 
 __all__ = ['PayloadIdentification', 'estimate_messages']
 
-ESTIMATOR_OPTIONS = (
-    # (PayloadEstimator keyword = parameter identification.<keyword>, description)
-    ('cutoff_frequency', 'low-pass cut-off of the regressor rows [Hz] (instead of '
-     'differentiating the measured velocity)'),
-    ('max_condition', 'largest condition number of the scaled regressor that counts as '
-     'excited [1]'),
-    ('max_mass_std', 'largest mass standard deviation that counts as excited [kg]'),
-)
+# PayloadEstimator keywords = parameters identification.<keyword> (descriptions: the
+# controller's parameter table)
+ESTIMATOR_OPTIONS = ('cutoff_frequency', 'max_condition', 'max_mass_std')
 QUALITY_NAME = 'payload_identification'
 # A usable estimate whose mass is within this many standard deviations of zero means no
 # payload: its centre of mass (first moment / mass) and inertia are then noise divided by
@@ -118,21 +112,15 @@ class PayloadIdentification:
         self._node = node
         options = {}
         defaults = inspect.signature(PayloadEstimator).parameters
-        for name, description in ESTIMATOR_OPTIONS:
-            options[name] = as_float(f'identification.{name}', declare(
-                node, f'identification.{name}', float(defaults[name].default), description,
-                read_only=True, minimum=0.0, maximum=1e9), positive=True)
-        options['method'] = as_choice('identification.method', declare(
-            node, 'identification.method', defaults['method'].default, "'ls' (least "
-            "squares) or 'iv' (instrumental variables: the tracked reference as instrument, "
-            'robust to noise on the measured q and q̇)', read_only=True), ('ls', 'iv'))
-        self.enabled = as_bool('identification.enabled', declare(
-            node, 'identification.enabled', False, 'record every control cycle and publish '
-            'the payload estimate; switching on starts from no samples; settable at runtime'))
-        rate = as_float('identification.publish_rate', declare(
-            node, 'identification.publish_rate', 2.0, 'rate of ~/payload_estimate and '
-            '~/payload_estimate/quality while identifying [Hz of the node clock]',
-            read_only=True, minimum=0.01, maximum=1000.0), positive=True)
+        for name in ESTIMATOR_OPTIONS:     # the estimator's defaults (the table's too)
+            options[name] = validated(node, f'identification.{name}', declare(
+                node, f'identification.{name}', float(defaults[name].default)))
+        options['method'] = validated(node, 'identification.method', declare(
+            node, 'identification.method', defaults['method'].default))
+        self.enabled = validated(node, 'identification.enabled',
+                                 declare(node, 'identification.enabled'))
+        rate = validated(node, 'identification.publish_rate',
+                         declare(node, 'identification.publish_rate'))
         try:
             self.estimator = PayloadEstimator(model, **options)
         except ValueError as error:
@@ -212,7 +200,7 @@ class PayloadIdentification:
         for parameter in parameters:
             if parameter.name == 'identification.enabled':
                 try:
-                    enabled = as_bool(parameter.name, parameter.value)
+                    enabled = validated(self._node, parameter.name, parameter.value)
                 except ConfigurationError as error:
                     return SetParametersResult(successful=False, reason=str(error))
                 if enabled and not self.enabled:

@@ -52,8 +52,8 @@ from robot_dynamics.nodes.common.effort_command import (declare_command_message,
                                                         EffortCommand, message_type, Refused)
 from robot_dynamics.nodes.common.measurement_noise import declare_measurement_noise
 from robot_dynamics.nodes.common.ros_params import (
-    as_bool, as_choice, as_float, as_floats, as_string, ConfigurationError, declare,
-    declare_robot, keep_float_types, name_unknown_parameters, payload_model)
+    ConfigurationError, declare, declare_robot, keep_float_types, name_unknown_parameters,
+    payload_model, validated)
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               own_loop_after_the_model, run, StartRefused)
@@ -66,8 +66,17 @@ SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this oft
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
+def _parameter(node, name, default=None):
+    """Declare `name` from the plant's table (with `default` when the model gives it) and
+    return its value checked by the table's rules."""
+    value = declare(node, name) if default is None else declare(node, name, default)
+    return validated(node, name, value)
+
+
 class PlantSimulator(Node):
     """Integrates the arm under the commanded efforts; publishes /joint_states (+ /clock)."""
+
+    parameter_table = NODE_NAME     # robot_dynamics.parameters.TABLES
 
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
@@ -200,87 +209,31 @@ class PlantSimulator(Node):
     # ------------------------------------------------------------------ parameters
 
     def _declare_parameters(self):
-        n = self.model.n
         zero = np.clip(0.0, self.model.position_min, self.model.position_max).tolist()
-        self.q = np.array(as_floats('initial_positions', declare(
-            self, 'initial_positions', zero, 'initial joint positions [rad | m]; default 0, '
-            'or the nearest position limit where 0 is outside the limits', read_only=True), n))
-        self.qd = np.array(as_floats('initial_velocities', declare(
-            self, 'initial_velocities', [0.0] * n, 'initial joint velocities [rad/s | m/s]',
-            read_only=True), n))
-        self.dt = as_float('integration_step', declare(
-            self, 'integration_step', 0.001, 'fixed integration step [s]', read_only=True,
-            minimum=1e-6, maximum=1.0), positive=True)
-        self.method = as_choice('integration_method', declare(
-            self, 'integration_method', 'rk4', 'rk4 (classical Runge-Kutta) or euler '
-            '(semi-implicit)', read_only=True), tuple(integration.METHODS))
-        rate = as_float('publish_rate', declare(
-            self, 'publish_rate', 100.0, '/joint_states rate in simulated time [Hz]; rounded '
-            'to a whole number of integration steps', read_only=True, minimum=0.01,
-            maximum=1e6), positive=True)
+        self.q = np.array(_parameter(self, 'initial_positions', zero))
+        self.qd = np.array(_parameter(self, 'initial_velocities'))
+        self.dt = _parameter(self, 'integration_step')
+        self.method = _parameter(self, 'integration_method')
+        rate = _parameter(self, 'publish_rate')
         self.steps_per_tick = max(1, round(1.0 / (rate * self.dt)))
         self.tick_period = self.steps_per_tick * self.dt
         if abs(self.tick_period * rate - 1.0) > 1e-9:
             self.get_logger().warning(
                 f'publish_rate {rate:g} Hz is not a whole number of integration steps; '
                 f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
-        self.command_topic = as_string('command_topic', declare(
-            self, 'command_topic', '/effort_controller/commands', 'effort command topic '
-            '(command_message says the message; N m | N)', read_only=True))
+        self.command_topic = _parameter(self, 'command_topic')
         self.command_message = declare_command_message(self)
-        self.command_timeout = as_float('command_timeout', declare(
-            self, 'command_timeout', 0.1, 'apply zero effort when the last command is older '
-            'than this [s of plant time]; 0 = never', read_only=True, minimum=0.0,
-            maximum=3600.0), minimum=0.0)
-        self.publish_clock = as_bool('publish_clock', declare(
-            self, 'publish_clock', False, 'own simulated time and publish it on /clock (run '
-            'the other nodes with use_sim_time)', read_only=True))
-        self.lockstep = as_bool('lockstep', declare(
-            self, 'lockstep', True, 'with publish_clock: advance only after the command '
-            'answering the last published state has arrived', read_only=True))
-        self.domain_check_wait = as_float('domain_check_wait', declare(
-            self, 'domain_check_wait', 1.0, 'with publish_clock, the plant executable: '
-            'discovery time at start to find another /clock publisher on the ROS domain '
-            '(another simulation), which makes it refuse to run in one line [wall s]; 0 = no '
-            'check', read_only=True, minimum=0.0, maximum=3600.0))
-        self.lockstep_timeout = as_float('lockstep_timeout', declare(
-            self, 'lockstep_timeout', 1.0, 'with lockstep: advance anyway after waiting this '
-            'long for a command [wall s]', read_only=True, minimum=1e-3, maximum=3600.0),
-            positive=True)
-        self.real_time_factor = as_float('real_time_factor', declare(
-            self, 'real_time_factor', 1.0, 'with publish_clock: simulated s per wall s at '
-            'most [1]; 0 = as fast as possible', read_only=True, minimum=0.0, maximum=1e6),
-            minimum=0.0)
-        self.drives_compensate_gravity = as_bool('drives_compensate_gravity', declare(
-            self, 'drives_compensate_gravity', False, 'the simulated drives add the gravity '
-            "torques g(q) to every command, as a robot that compensates gravity in its "
-            "firmware (pair with the controller's compensate_gravity: false); the published "
-            'effort is the command', read_only=True))
+        for name in ('command_timeout', 'publish_clock', 'lockstep',
+                     'domain_check_wait', 'lockstep_timeout', 'real_time_factor',
+                     'drives_compensate_gravity'):
+            setattr(self, name, _parameter(self, name))
         self.realtime = declare_realtime(self)    # applied by the runner's loop
-        self.divergence_velocity = as_float('divergence_velocity', declare(
-            self, 'divergence_velocity', 1000.0, 'stop integrating when any |qd| exceeds '
-            'this [rad/s | m/s]', read_only=True, minimum=1e-6, maximum=1e12), positive=True)
+        self.divergence_velocity = _parameter(self, 'divergence_velocity')
         self.measurement_noise = declare_measurement_noise(self)
-        self.joint_stops = as_bool('joint_stops', declare(
-            self, 'joint_stops', True, 'robot.position_min/max act as mechanical stops (a '
-            'stiff spring-damper beyond each finite limit); false: the joints pass them '
-            '(for studies)', read_only=True))
-        self.engine_name = as_choice('engine', declare(
-            self, 'engine', 'own', 'the physics that moves the arm: own (this package\'s '
-            'forward dynamics, integration_method, joint_stops) or mujoco (MuJoCo\'s mj_step, '
-            'pip install mujoco; its joint limits and contacts)', read_only=True),
-            engines.ENGINES)
-        self.mujoco_model_file = declare(
-            self, 'mujoco.model_file', '', 'with engine mujoco: the MJCF file of the arm '
-            '(joints named as the controller\'s); empty = MJCF generated from the robot '
-            'model (no collision geometry, joint limits when joint_stops)', read_only=True)
-        if not isinstance(self.mujoco_model_file, str):
-            raise ConfigurationError(f'mujoco.model_file: expected a path (string), got '
-                                     f'{self.mujoco_model_file!r}')
-        self.brakes = as_bool('brakes', declare(
-            self, 'brakes', True, 'hold every joint still until the first effort command '
-            'and while the last one is older than command_timeout, as the holding brakes of '
-            'a real arm; false: zero effort then, the arm falls', read_only=True))
+        self.joint_stops = _parameter(self, 'joint_stops')
+        self.engine_name = _parameter(self, 'engine')
+        self.mujoco_model_file = _parameter(self, 'mujoco.model_file')
+        self.brakes = _parameter(self, 'brakes')
 
     def _on_set_parameters(self, parameters):
         """robot.payload.{mass,com,inertia} at runtime: validated and built here (the new

@@ -46,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import yaml
 
 from robot_dynamics.nodes.common import trajectory_client
-from robot_dynamics.nodes.common.params_file import check_params_files, ParamsFileError
+from robot_dynamics.parameters.params_file import check_params_files, ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.common.trajectory_client import (  # noqa: F401 - its names
     duration_message, trajectory_message)

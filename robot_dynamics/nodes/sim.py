@@ -79,15 +79,15 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common import control_laws, demo_plan
 from robot_dynamics.nodes.common.law_demo import LawDemo
-from robot_dynamics.nodes.common.layering import EVERY_NODE, node_fqn, write_nodes_file
-from robot_dynamics.nodes.common.params_file import (check_params_files, error_source,
-                                                     node_name_of, node_sections,
-                                                     ParamsFileError)
+from robot_dynamics.parameters.layering import EVERY_NODE, node_fqn, write_nodes_file
+from robot_dynamics.parameters.params_file import (check_params_files, error_source,
+                                                   node_name_of, node_sections,
+                                                   ParamsFileError)
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               ros_session, StartRefused,
                                               warn_unknown_parameters)
-from robot_dynamics.nodes.common.ros_params import (
-    as_float, as_floats, as_string, closest_name, ConfigurationError, declare)
+from robot_dynamics.nodes.common.ros_params import (closest_name, ConfigurationError, declare,
+                                                   validated)
 from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.profiles import sample_profile
 
@@ -156,17 +156,14 @@ class DemoMove(Node):
     `start_positions` and `goal_positions` have no default: `sim` and sim.launch.py give
     them (derived from the robot, or the robot's own demo file)."""
 
+    parameter_table = 'demo_move'     # robot_dynamics.parameters.TABLES
+
     def __init__(self, **kwargs):
         super().__init__('demo_move', **kwargs)
-        self.joints = tuple(declare(self, 'joints', None, 'joint names (default: the '
-                                    "controller's)", read_only=True) or ())
-        controller = as_string('controller', declare(
-            self, 'controller', 'computed_torque_controller', 'controller node name',
-            read_only=True))
-        start = declare(self, 'start_positions', None, "where the move starts (the plant's "
-                        'initial_positions) [rad | m]', read_only=True)
-        goal = declare(self, 'goal_positions', None, 'goal of the move [rad | m]',
-                       read_only=True)
+        self.joints = tuple(declare(self, 'joints') or ())
+        controller = validated(self, 'controller', declare(self, 'controller'))
+        start = declare(self, 'start_positions')
+        goal = declare(self, 'goal_positions')
         for name, value in (('start_positions', start), ('goal_positions', goal)):
             if value is None:
                 raise ConfigurationError(
@@ -175,11 +172,10 @@ class DemoMove(Node):
                     'and goal_positions, one value per joint)')
         n = len(self.joints) if self.joints else (
             len(start) if isinstance(start, (list, tuple)) else 0)
-        self.start = np.array(as_floats('start_positions', start, n))
-        self.goal = np.array(as_floats('goal_positions', goal, n))
-        self.duration = as_float('move_duration', declare(
-            self, 'move_duration', MOVE_DURATION, 'duration of the quintic move [s]',
-            read_only=True, minimum=0.01, maximum=3600.0), positive=True)
+        self.start = np.array(validated(self, 'start_positions', start, n))
+        self.goal = np.array(validated(self, 'goal_positions', goal, n))
+        self.duration = validated(self, 'move_duration',
+                                  declare(self, 'move_duration', MOVE_DURATION))
         self.sent = False
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self._publisher = self.create_publisher(JointTrajectory,
@@ -358,26 +354,12 @@ def parameter_items(ros_args):
     """[(node name or None, parameter, value)] of the ``-p`` / ``--param`` items of
     `ros_args` (after ``--ros-args``), values read as rcl reads them (YAML); ``-p
     node:name:=value`` names the node."""
-    import yaml
-    from robot_dynamics.model import ParameterFileLoader
-    items, inside = [], False
-    args = list(ros_args)
-    for i, arg in enumerate(args):
-        if arg == '--ros-args':
-            inside = True
-        elif arg == '--':
-            inside = False
-        elif inside and arg in ('-p', '--param') and i + 1 < len(args) \
-                and ':=' in args[i + 1]:
-            target, text = args[i + 1].split(':=', 1)
-            node, _, name = target.rpartition(':')
-            try:
-                value = yaml.load(text, Loader=ParameterFileLoader)
-            except yaml.YAMLError:
-                value = text
-            if isinstance(value, list) and {type(v) for v in value} == {int, float}:
-                value = [float(v) for v in value]      # as a list of doubles
-            items.append((node or None, name, value))
+    from robot_dynamics.parameters.params_file import command_line_items
+    items = []
+    for node, name, value, _ in command_line_items(ros_args):
+        if isinstance(value, list) and {type(v) for v in value} == {int, float}:
+            value = [float(v) for v in value]      # as a list of doubles
+        items.append((node, name, value))
     return items
 
 

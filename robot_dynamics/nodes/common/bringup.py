@@ -127,8 +127,8 @@ def node_parameters(files, name, namespace='', default_name=None, overrides=None
     is passed on as it is (with the overrides after it), so that the node names the
     problem in its one line; a missing file raises ParamsFileError (launch_ros would
     skip it with a warning and start the node without it)."""
-    from robot_dynamics.nodes.common.layering import node_fqn, write_layered_file
-    from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+    from robot_dynamics.parameters.layering import node_fqn, write_layered_file
+    from robot_dynamics.parameters.params_file import check_params_file, ParamsFileError
     for path in files:
         if not os.path.isfile(path):
             check_params_file(path)          # raises: no such file, or a directory

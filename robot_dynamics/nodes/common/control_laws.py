@@ -19,13 +19,11 @@ import math
 
 import numpy as np
 
-from robot_dynamics import control
-from robot_dynamics.nodes.common.ros_params import (as_choice, as_float, as_floats,
-                                                   ConfigurationError, declare)
+from robot_dynamics import control, parameters
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare
+from robot_dynamics.parameters.controller import CONTROLLER, FEEDFORWARDS, LAWS  # noqa: F401
 
-LAWS = ('computed_torque', 'gravity_compensation', 'joint_impedance', 'cartesian_impedance')
 JOINT_REFERENCE_LAWS = ('computed_torque', 'joint_impedance')    # follow joint trajectories
-FEEDFORWARDS = ('none', 'coriolis', 'inverse_dynamics')
 DEFAULT_BASE_FRAME = 'base_link'
 # Default stiffnesses: the computed-torque default's kp = 100 1/s² (10 rad/s natural
 # frequency, well inside a 100 Hz loop) times the inertia each axis feels at the middle of
@@ -34,7 +32,6 @@ DEFAULT_BASE_FRAME = 'base_link'
 # Values from the effort limits or fixed numbers would not do: a PUMA 560's last link feels
 # 4e-5 kg m², a stiffness of franka_ros's 10 N m/rad makes that axis unstable at 100 Hz.
 NATURAL_FREQUENCY = 10.0                # rad/s
-MAX_TARGET_STEP = [0.1, 0.5]            # m, rad
 
 
 def reference_posture(model):
@@ -65,162 +62,64 @@ def default_cartesian_stiffness(model):
 
 
 # ---------------------------------------------------------------- validation
+# The rules (type, length, range, choices) and descriptions are the table's
+# (robot_dynamics/parameters/controller.py); here only what the law needs beyond them.
 
-def _is_empty(value):
-    return value is None or (hasattr(value, '__len__') and not isinstance(value, str)
-                             and len(value) == 0)
-
-
-def _nonnegative(name, value, length, strict=False, empty=False):
-    """`length` finite values >= 0 (> 0 when `strict`); `empty`: [] (or unset) -> None."""
-    if empty and _is_empty(value):
+def _tool(value):
+    """None or 7 values x y z qx qy qz qw (a unit quaternion) -> 4x4."""
+    if value is None:
         return None
-    values = as_floats(name, value, length)
-    for i, v in enumerate(values):
-        if v < 0.0 or (strict and v == 0.0):
-            raise ConfigurationError(f'{name}[{i}]: must be {"> 0" if strict else ">= 0"}, '
-                                     f'got {v}')
-    return np.array(values)
-
-
-def _ratio(name, value):
-    return as_float(name, value, positive=True)
-
-
-def _tool(name, value):
-    """[] -> None; 7 values x y z qx qy qz qw (a unit quaternion) -> 4x4."""
-    if _is_empty(value):
-        return None
-    values = as_floats(name, value, 7)
-    quaternion = np.array(values[3:])
+    quaternion = np.array(value[3:])
     norm = float(np.linalg.norm(quaternion))
     if abs(norm - 1.0) > 1e-3:
-        raise ConfigurationError(f'{name}[3:7]: the quaternion (x y z w) must have norm 1, '
-                                 f'got {norm:.6g}')
+        raise ConfigurationError(f'cartesian.tool[3:7]: the quaternion (x y z w) must have '
+                                 f'norm 1, got {norm:.6g}')
     from robot_dynamics import kinematics
     transform = np.eye(4)
     transform[:3, :3] = kinematics.matrix_from_quaternion(quaternion / norm)
-    transform[:3, 3] = values[:3]
+    transform[:3, 3] = value[:3]
     return transform
 
 
-def _posture(name, value, model):
-    if _is_empty(value):
-        return None
-    return np.array(as_floats(name, value, model.n))
+def _rate_limit(value):
+    """None (no limit) when empty or all zero."""
+    return None if value is None or not np.any(np.asarray(value) > 0.0) else np.array(value)
 
 
-def _frame(name, value, model=None):
-    if not isinstance(value, str):
-        raise ConfigurationError(f'{name}: expected a frame name (a string), got {value!r}')
-    return value
+def _array(value):
+    return None if value is None else np.array(value)
 
 
-def _rate_limit(name, value, model):
-    if _is_empty(value):
-        return None
-    rates = _nonnegative(name, value, model.n)
-    return rates if np.any(rates > 0.0) else None
+_GROUPS = ('gravity_compensation', 'joint_impedance', 'cartesian')
+# the law parameters, in the table's order
+PARAMETERS = {entry.name: entry for entry in CONTROLLER
+              if entry.name in ('control_law', 'effort_rate_limit')
+              or entry.name.partition('.')[0] in _GROUPS}
+# name -> default(model), for the defaults computed from the model (FROM_MODEL)
+MODEL_DEFAULTS = {'joint_impedance.stiffness': default_joint_stiffness,
+                  'cartesian.stiffness': default_cartesian_stiffness,
+                  'cartesian.nullspace_stiffness': default_joint_stiffness}
+# name -> the value the law takes, from the checked value (arrays: numpy; else as checked)
+_KEPT = {'effort_rate_limit': _rate_limit, 'cartesian.tool': _tool}
 
 
-# name -> (default(model), description, parse(name, value, model) -> value kept)
-PARAMETERS = {
-    'control_law': (
-        lambda model: 'computed_torque',
-        'the control law: computed_torque (gains.*), gravity_compensation, '
-        'joint_impedance (joint_impedance.*), cartesian_impedance (cartesian.*, '
-        '~/target_pose); switched at the next cycle without an effort jump at rest',
-        lambda name, value, model: as_choice(name, value, LAWS)),
-    'effort_rate_limit': (
-        lambda model: [0.0] * model.n,
-        'per joint bound on the change rate of the commanded effort, under every law, '
-        'after the effort limits [N m/s | N/s]; 0 = none',
-        _rate_limit),
-    'gravity_compensation.damping': (
-        lambda model: [0.0] * model.n,
-        'gravity_compensation: per joint viscous damping D in tau = g(q) - D qd '
-        '[N m s/rad | N s/m]; >= 0',
-        lambda name, value, model: _nonnegative(name, value, model.n)),
-    'joint_impedance.stiffness': (
-        default_joint_stiffness,
-        'joint_impedance: per joint stiffness [N m/rad | N/m], >= 0; default: '
-        f'{NATURAL_FREQUENCY:g}^2 1/s^2 times the mass matrix diagonal at the middle of the '
-        'position limits',
-        lambda name, value, model: _nonnegative(name, value, model.n)),
-    'joint_impedance.damping': (
-        lambda model: [],
-        'joint_impedance: per joint damping [N m s/rad | N s/m], >= 0; empty: from '
-        'joint_impedance.damping_ratio',
-        lambda name, value, model: _nonnegative(name, value, model.n, empty=True)),
-    'joint_impedance.damping_ratio': (
-        lambda model: 1.0,
-        'joint_impedance: damping ratio of each joint (with its mass matrix diagonal) when '
-        'joint_impedance.damping is empty; > 0, 1 = critical',
-        lambda name, value, model: _ratio(name, value)),
-    'joint_impedance.feedforward': (
-        lambda model: 'none',
-        'joint_impedance: none (spring-damper plus g(q)), coriolis (plus C(q, qd) qd), '
-        'inverse_dynamics (plus M(q) qdd_d and C(q, qd_d) qd_d of the reference)',
-        lambda name, value, model: as_choice(name, value, FEEDFORWARDS)),
-    'cartesian.base_frame': (
-        lambda model: '',
-        "cartesian_impedance: the frame of ~/target_pose and ~/tool_pose (the robot's "
-        'base); empty: robot.base_link of a URDF model, else base_link. A target pose '
-        'with an empty frame_id is taken in this frame',
-        _frame),
-    'cartesian.tool': (
-        lambda model: [],
-        "cartesian_impedance: the controlled frame in the model's tip frame, x y z [m] "
-        'qx qy qz qw; empty: the tip frame itself',
-        lambda name, value, model: _tool(name, value)),
-    'cartesian.stiffness': (
-        default_cartesian_stiffness,
-        'cartesian_impedance: stiffness along x y z [N/m] and about x y z [N m/rad] of '
-        f'the base frame, >= 0; default: {NATURAL_FREQUENCY:g}^2 1/s^2 times the smallest '
-        'mass (inertia) 1 / (J M^-1 J^T)_ii the tool feels along (about) the axes at the '
-        'middle of the position limits',
-        lambda name, value, model: _nonnegative(name, value, 6)),
-    'cartesian.damping': (
-        lambda model: [],
-        'cartesian_impedance: damping along x y z [N s/m] and about x y z [N m s/rad]; '
-        'empty: from cartesian.damping_ratio',
-        lambda name, value, model: _nonnegative(name, value, 6, empty=True)),
-    'cartesian.damping_ratio': (
-        lambda model: 1.0,
-        'cartesian_impedance: damping ratio when cartesian.damping is empty; > 0, '
-        '1 = critical',
-        lambda name, value, model: _ratio(name, value)),
-    'cartesian.nullspace_posture': (
-        lambda model: [],
-        'cartesian_impedance: joint posture [rad | m] pulled towards in the nullspace of '
-        'the task (redundant arms); empty: none',
-        _posture),
-    'cartesian.nullspace_stiffness': (
-        default_joint_stiffness,
-        'cartesian_impedance: per joint stiffness towards cartesian.nullspace_posture '
-        '[N m/rad | N/m], >= 0, damped with ratio 1; default: as joint_impedance.stiffness',
-        lambda name, value, model: _nonnegative(name, value, model.n)),
-    'cartesian.nullspace_damping': (
-        lambda model: [],
-        'cartesian_impedance: per joint damping of the self-motion [N m s/rad | N s/m], '
-        '>= 0, also without a posture (a redundant arm\'s self-motion then comes to rest); '
-        'empty: none without a posture, ratio 1 with one',
-        lambda name, value, model: _nonnegative(name, value, model.n, empty=True)),
-    'cartesian.max_target_step': (
-        lambda model: list(MAX_TARGET_STEP),
-        'cartesian_impedance: the target is followed at most this far from the current '
-        'pose: translation [m], rotation [rad]; > 0',
-        lambda name, value, model: _nonnegative(name, value, 2, strict=True)),
-}
+def _parse(name, value, model):
+    checked = parameters.check(PARAMETERS[name], value, n=model.n)
+    if name in _KEPT:
+        return _KEPT[name](checked)
+    return _array(checked) if PARAMETERS[name].is_array else checked
 
 
 def declare_parameters(node, model):
     """Declare the law parameters (where the controller declares its others); their
     parsed values (ConfigurationError names a bad one)."""
     settings = {}
-    for name, (default, description, parse) in PARAMETERS.items():
-        value = declare(node, name, default(model), description)
-        settings[name] = parse(name, value, model)
+    for name in PARAMETERS:
+        if name in MODEL_DEFAULTS:
+            value = declare(node, name, MODEL_DEFAULTS[name](model))
+        else:
+            value = declare(node, name)
+        settings[name] = _parse(name, value, model)
     return settings
 
 
@@ -229,9 +128,8 @@ def updated(settings, parameters, model):
     changed, or `settings` itself when none is one; ConfigurationError names a bad one."""
     changes = {}
     for parameter in parameters:
-        entry = PARAMETERS.get(parameter.name)
-        if entry is not None:
-            changes[parameter.name] = entry[2](parameter.name, parameter.value, model)
+        if parameter.name in PARAMETERS:
+            changes[parameter.name] = _parse(parameter.name, parameter.value, model)
     return {**settings, **changes} if changes else settings
 
 

@@ -28,8 +28,6 @@ import os
 import tempfile
 import warnings
 
-import yaml
-
 from robot_dynamics.model import RobotModel
 
 __all__ = ['REVOLUTE_STEP', 'PRISMATIC_STEP', 'RANGE_FRACTION', 'demo_positions',
@@ -96,12 +94,12 @@ def write_derived_parameters(robot_file, directory=None, shared=False):
     parameters = derived_parameters(robot_file)
     if not parameters:
         return None
-    document = {'/**': {'ros__parameters': {
-        name: [float(v) for v in values]
-        for values_of in parameters.values() for name, values in values_of.items()}}}
-    text = (f'# the demo move derived from {os.path.abspath(robot_file)} '
-            '(robot_dynamics.nodes.common.demo_plan)\n'
-            + yaml.safe_dump(document, default_flow_style=None, sort_keys=False))
+    from robot_dynamics.parameters.layering import parameter_file_text
+    text = parameter_file_text(
+        {'/**': {name: [float(v) for v in values]
+                 for values_of in parameters.values() for name, values in values_of.items()}},
+        header=f'the demo move derived from {os.path.abspath(robot_file)} '
+               '(robot_dynamics.nodes.common.demo_plan)')
     descriptor, path = tempfile.mkstemp(prefix='demo_move_', suffix='.yaml', dir=directory)
     with os.fdopen(descriptor, 'w', encoding='utf-8') as stream:
         stream.write(text)

@@ -22,24 +22,18 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 
 from robot_dynamics import dynamics
-from robot_dynamics.nodes.common.ros_params import (
-    as_float, ConfigurationError, declare, robot_block)
+from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare, robot_block,
+                                                   validated)
+from robot_dynamics.parameters.common import DIAGNOSTICS_AND_REALTIME
 
 OK, WARN, ERROR = 0, 1, 2
 LEVEL_NAMES = ('OK', 'WARN', 'ERROR')
 TOPIC = '/diagnostics'
 # diagnostics.<name>: default, description (live: settable at runtime, checked >= 0)
-THRESHOLDS = (
-    ('late_cycle_warn', 0.01, 'WARN when more than this share of the cycles due in a '
-     'report window were late (started more than one period after they were due) '
-     '[fraction, 0.01 = 1 %]'),
-    ('late_cycle_error', 0.1, 'ERROR when more than this share of the cycles due in a '
-     'report window were late [fraction]'),
-    ('cycle_time_warn', 0.5, 'WARN when the mean cycle time of a report window exceeds '
-     'this share of the nominal period [fraction of the period]'),
-    ('cycle_time_error', 0.9, 'ERROR when the mean cycle time of a report window exceeds '
-     'this share of the nominal period [fraction of the period]'),
-)
+# (name, default, description): the parameter table's diagnostics.* thresholds
+THRESHOLDS = tuple((entry.name[len('diagnostics.'):], entry.default, entry.description)
+                   for entry in DIAGNOSTICS_AND_REALTIME
+                   if entry.name.startswith('diagnostics.') and entry.live)
 
 
 class CycleMonitor:
@@ -196,15 +190,12 @@ class Diagnostics:
     def __init__(self, node, task, describe, period=0.0):
         self._node, self._describe = node, describe
         node.cycle_monitor = CycleMonitor(period)
-        self.period = as_float('diagnostics.period', declare(
-            node, 'diagnostics.period', 1.0, 'publish a status on /diagnostics at this '
-            'period [s of steady clock]; 0 = none', read_only=True, minimum=0.0,
-            maximum=3600.0), minimum=0.0)
+        self.period = validated(node, 'diagnostics.period',
+                                declare(node, 'diagnostics.period'))
         self.thresholds = {}
-        for name, default, description in THRESHOLDS:
-            self.thresholds[name] = as_float(f'diagnostics.{name}', declare(
-                node, f'diagnostics.{name}', default, description + '; settable at runtime',
-                minimum=0.0, maximum=1e6), minimum=0.0)
+        for name, _, _ in THRESHOLDS:
+            self.thresholds[name] = validated(node, f'diagnostics.{name}',
+                                              declare(node, f'diagnostics.{name}'))
         node.add_on_set_parameters_callback(self._on_set_parameters)
         self.name = f'{node.get_fully_qualified_name().lstrip("/")}: {task}'
         self.model_source = model_source(node)
@@ -220,7 +211,7 @@ class Diagnostics:
             for parameter in parameters:
                 key = parameter.name[len('diagnostics.'):]
                 if parameter.name.startswith('diagnostics.') and key in self.thresholds:
-                    changes[key] = as_float(parameter.name, parameter.value, minimum=0.0)
+                    changes[key] = validated(self._node, parameter.name, parameter.value)
         except ConfigurationError as error:
             return SetParametersResult(successful=False, reason=str(error))
         self.thresholds.update(changes)

@@ -28,7 +28,7 @@ stays on its brakes until a controller commands the arm.
 
 import numpy as np
 
-from robot_dynamics.nodes.common.ros_params import as_choice, declare
+from robot_dynamics.nodes.common.ros_params import as_choice, declare, validated
 
 FLOAT64_MULTI_ARRAY = 'float64_multi_array'
 JOINT_STATE = 'joint_state'
@@ -38,12 +38,7 @@ THROTTLE = 2.0        # s between repeated log lines about refused commands
 
 def declare_command_message(node):
     """Declare `command_message` on `node` and return its value (checked)."""
-    return as_choice('command_message', declare(
-        node, 'command_message', FLOAT64_MULTI_ARRAY, 'message on command_topic: '
-        'float64_multi_array (std_msgs/Float64MultiArray, one effort per joint in joints '
-        'order) or joint_state (sensor_msgs/JointState, efforts mapped by name, every joint '
-        'once, as topic_based_ros2_control sends its commands)', read_only=True),
-        COMMAND_MESSAGES)
+    return validated(node, 'command_message', declare(node, 'command_message'))
 
 
 def message_type(kind):

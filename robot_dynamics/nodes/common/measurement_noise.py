@@ -10,7 +10,7 @@ Parameters (plant_simulator, read-only):
 
 import numpy as np
 
-from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
 
 __all__ = ['MeasurementNoise', 'declare_measurement_noise']
 
@@ -52,18 +52,8 @@ class MeasurementNoise:
 def declare_measurement_noise(node):
     """Declare measurement_noise.* on `node` and return its MeasurementNoise;
     ConfigurationError names a bad parameter."""
-    position = as_float('measurement_noise.position_stddev', declare(
-        node, 'measurement_noise.position_stddev', 0.0, 'standard deviation of the Gaussian '
-        'noise added to the published positions [rad | m]; 0 = none', read_only=True,
-        minimum=0.0, maximum=1e3), minimum=0.0)
-    velocity = as_float('measurement_noise.velocity_stddev', declare(
-        node, 'measurement_noise.velocity_stddev', 0.0, 'standard deviation of the Gaussian '
-        'noise added to the published velocities [rad/s | m/s]; 0 = none', read_only=True,
-        minimum=0.0, maximum=1e3), minimum=0.0)
-    seed = declare(node, 'measurement_noise.seed', -1, 'seed of the noise generator (>= 0: '
-                   'the same noise on every run); -1 = seeded from the operating system',
-                   read_only=True)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < -1:
-        raise ConfigurationError(f'measurement_noise.seed: expected an integer >= -1, '
-                                 f'got {seed!r}')
+    position, velocity, seed = (
+        validated(node, name, declare(node, name))
+        for name in ('measurement_noise.position_stddev', 'measurement_noise.velocity_stddev',
+                     'measurement_noise.seed'))
     return MeasurementNoise(position, velocity, None if seed == -1 else seed)

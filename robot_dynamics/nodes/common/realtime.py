@@ -103,13 +103,8 @@ def parse_options(priority, cpu_affinity, lock_memory):
 def declare_realtime(node):
     """Declare the three read-only `realtime.*` parameters of `node`; their options."""
     return parse_options(
-        declare(node, 'realtime.priority', 0, 'SCHED_FIFO priority (1-99) of the control '
-                'loop thread and the middleware threads that wake it; 0 = off (normal '
-                'scheduling)', read_only=True),
-        declare(node, 'realtime.cpu_affinity', None, 'CPUs the control loop (and the '
-                'middleware threads) may run on; empty = all', read_only=True),
-        declare(node, 'realtime.lock_memory', False, 'lock the process memory in RAM '
-                '(mlockall, current and future pages)', read_only=True))
+        declare(node, 'realtime.priority'), declare(node, 'realtime.cpu_affinity'),
+        declare(node, 'realtime.lock_memory'))
 
 
 def _mlockall():

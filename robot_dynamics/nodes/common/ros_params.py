@@ -2,7 +2,6 @@
 (integers accepted where doubles are meant), the `robot` block, and one clear error that
 names the parameter (and index) for a bad parameter file."""
 
-import math
 import warnings
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
@@ -12,77 +11,54 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from robot_dynamics import parameters
 from robot_dynamics.model import RobotModel
+from robot_dynamics.parameters.layering import YAML_NULLS
+from robot_dynamics.parameters import (as_bool, as_choice, as_float, as_floats,  # noqa: F401
+                                       as_string, ConfigurationError)
 
 __all__ = ['ConfigurationError', 'declare', 'declare_robot', 'keep_float_types', 'robot_model',
            'check_joints', 'RobotDescriptionListener', 'as_float', 'as_floats', 'as_bool',
            'as_choice', 'as_string', 'payload_model', 'seconds', 'closest_name',
            'name_unknown_parameters']
 
-# The robot block (README.md, "Presets"; doc/conventions.md); read-only: the model is built once.
-ROBOT_PARAMETERS = (
-    ('dh_convention', 'DH convention: standard (distal) or modified (Craig)'),
-    ('joint_types', 'per joint: revolute or prismatic'),
-    ('a', 'DH link lengths a_i [m]'),
-    ('alpha', 'DH link twists alpha_i [rad]'),
-    ('d', 'DH link offsets d_i [m] (constant part for prismatic joints)'),
-    ('theta', 'DH joint angle offsets theta_i [rad] (constant part for revolute joints)'),
-    ('mass', 'link masses [kg]'),
-    ('com', 'centres of mass, 3 per link, in the link frame [m]'),
-    ('inertia', 'inertia about the centre of mass, 6 per link (ixx ixy ixz iyy iyz izz), '
-                'link-frame axes [kg m^2]'),
-    ('gravity', 'gravitational acceleration in the base frame [m/s^2], default 0 0 -9.81'),
-    ('armature', 'per joint, reflected rotor inertia [kg m^2 | kg], default 0'),
-    ('viscous_friction', 'per joint [N m s/rad | N s/m], default 0'),
-    ('coulomb_friction', 'per joint [N m | N], default 0'),
-    ('friction_model', 'per joint friction law: coulomb (default), asymmetric, tanh, stribeck'),
-    ('coulomb_friction_negative', 'per joint Coulomb level for negative velocity of '
-                                  'asymmetric joints [N m | N]'),
-    ('stribeck_friction', 'per joint extra friction at rest of stribeck joints [N m | N]'),
-    ('stribeck_velocity', 'per joint velocity scale of tanh and stribeck joints '
-                          '[rad/s | m/s], default 0.01'),
-    ('effort_offset', "per joint bias of the effort sensor [N m | N] (identified; the "
-                      "command does not add it)"),
-    ('position_min', 'per joint lower position limit [rad | m]'),
-    ('position_max', 'per joint upper position limit [rad | m]'),
-    ('velocity_max', 'per joint velocity limit [rad/s | m/s]'),
-    ('effort_max', 'per joint effort limit [N m | N]; efforts are clipped to +-effort_max'),
-    ('continuous', 'per joint true/false (DH models; a URDF says it with its joint types): '
-                   'a revolute joint without position limits that turns without end; its '
-                   'position error is wrapped into (-pi, pi], a trajectory takes the short '
-                   'way to its first point'),
-    ('payload.mass', 'payload on the last link [kg]'),
-    ('payload.com', 'payload centre of mass in the last link frame (DH: the last DH frame; '
-                    'URDF: the tip_link frame) [m]'),
-    ('payload.inertia', 'payload inertia about its centre of mass (ixx ixy ixz iyy iyz izz) '
-                        '[kg m^2]'),
-    ('accept_nonphysical_inertia', 'true: the inertias are known to be non-physical '
-     '(textbook data kept on purpose); said once at info level instead of a warning; '
-     'needed to load an inertia with a negative principal moment (refused otherwise)'),
-    ('source', 'dh (default) or urdf'),
-    ('urdf', 'with source urdf: the URDF text'),
-    ('urdf_file', 'with source urdf: the URDF file: absolute path, relative to the working '
-                  'directory, file:// or package:// URI'),
-    ('base_link', 'with source urdf: first link of the chain'),
-    ('tip_link', 'with source urdf: last link of the chain'),
-)
-
-
 # No payload unless one is given: robot.payload.* read back 0, not unset
 PAYLOAD_DEFAULTS = {'payload.mass': 0.0, 'payload.com': [0.0] * 3,
                     'payload.inertia': [0.0] * 6}
 
-# YAML's null as rcl's parameter-file parser reads it (a string)
-YAML_NULLS = ('null', 'Null', 'NULL', '~')
+_TABLE = object()    # declare's default: the table's
 
 
-class ConfigurationError(ValueError):
-    """A bad parameter at start-up; the message names the parameter (and index)."""
+def table_name(node):
+    """The name of the node's parameter table (robot_dynamics.parameters.TABLES): its
+    class's `parameter_table`, else its name."""
+    return getattr(node, 'parameter_table', None) or node.get_name()
 
 
-def declare(node, name, default, description, read_only=False, minimum=None, maximum=None):
-    """Declare one parameter with a descriptor and return its value. Typing is dynamic so
-    that ``100`` is accepted where ``100.0`` is meant; the as_* helpers check the type.
+def entry(node, name):
+    """The table entry of `node`'s parameter `name`, or None."""
+    return parameters.lookup(table_name(node), name)
+
+
+def validated(node, name, value, n=None):
+    """`value` of `node`'s parameter `name` checked by the rules of its table entry (the one
+    check per rule, at start-up and for live changes); ConfigurationError names it. `n`:
+    the length of a per-joint array (default: the node's model's joint count)."""
+    found = entry(node, name)
+    model = getattr(node, 'model', None)
+    if n is None and model is not None:
+        n = model.n
+    return parameters.check(found, value, n=n, name=name) if found is not None else value
+
+
+def declare(node, name, default=_TABLE, description='', read_only=False, minimum=None,
+            maximum=None):
+    """Declare one parameter with a descriptor and return its value. Description,
+    read-only and range come from the node's table entry (robot_dynamics.parameters); the
+    default too unless given (a default computed from the model, e.g.); the other
+    arguments serve names without an entry (other `robot.*` keys of a parameter file).
+    Typing is dynamic so that ``100`` is accepted where ``100.0`` is meant; `validated`
+    (or the as_* helpers) check the type.
 
     A node whose `declaring_only` attribute is true (a managed controller declaring its
     parameters at construction, to be checked at configure) gets the default back instead
@@ -90,6 +66,21 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
     its range) is then left undeclared, for configure to name."""
     if node.has_parameter(name):    # a managed node configured again: the current value
         return node.get_parameter(name).value
+    found = entry(node, name)
+    if found is not None:
+        if default is _TABLE:
+            model = getattr(node, 'model', None)
+            default = found.default_value(model.n if model is not None else None)
+            if default is parameters.FROM_MODEL:
+                raise ConfigurationError(f'{name}: its default comes from the model; the '
+                                         'caller gives it')
+        description = _described(found, name)
+        read_only = found.read_only
+        minimum = maximum = None
+        if found.type == 'double':       # rcl's ranges are for scalars
+            minimum, maximum = found.minimum, found.maximum
+    elif default is _TABLE:
+        raise ConfigurationError(f'{name}: not in the parameter table of {table_name(node)}')
     if getattr(node, 'declaring_only', False):
         try:
             _declare(node, name, default, description, read_only, minimum, maximum)
@@ -97,6 +88,15 @@ def declare(node, name, default, description, read_only=False, minimum=None, max
             pass
         return default
     return _declare(node, name, default, description, read_only, minimum, maximum)
+
+
+def _described(found, name):
+    """The entry's description, `<joint>` replaced by the joint of `name`."""
+    if parameters.JOINT not in found.name:
+        return found.description
+    head, _, tail = found.name.partition(parameters.JOINT)
+    joint = name[len(head):len(name) - len(tail)]
+    return found.description.replace(parameters.JOINT, joint)
 
 
 def _declare(node, name, default, description, read_only, minimum, maximum):
@@ -205,13 +205,8 @@ def declare_robot(node, start, listen=True):
     listens (`listen` false: returns False without listening). Raises ConfigurationError
     for a bad parameter; returns True if started."""
     block = _declare_robot_block(node)
-    description = declare(node, 'robot_description', None, 'URDF text (XML), e.g. what '
-                          'robot_state_publisher takes; the model when robot.source is urdf '
-                          'and neither robot.urdf nor robot.urdf_file is given',
-                          read_only=True)
-    joints = declare(node, 'joints', None, 'controlled joint names; the order of every '
-                     'per-joint array and of the effort command; with robot.source urdf '
-                     'default: the joints of the URDF chain', read_only=True)
+    description = declare(node, 'robot_description')
+    joints = declare(node, 'joints')
     if description is not None and not isinstance(description, str):
         raise ConfigurationError(f'robot_description: expected the URDF text (a string), '
                                  f'got {description!r}')
@@ -234,11 +229,9 @@ def declare_robot(node, start, listen=True):
 
 def _declare_robot_block(node):
     """Declare the `robot.*` parameters; their values as a flat dict ('payload.mass': ...)."""
-    for key, description in ROBOT_PARAMETERS:
-        live = key.startswith('payload.')      # settable at runtime (the nodes rebuild)
-        suffix = '; settable at runtime' if live else ''
-        declare(node, 'robot.' + key, PAYLOAD_DEFAULTS.get(key), description + suffix,
-                read_only=not live, minimum=0.0 if key == 'payload.mass' else None)
+    for found in parameters.ROBOT:
+        if found.name.startswith('robot.'):
+            declare(node, found.name)
     # Other robot.* keys of the parameter file are passed on too: RobotModel names the
     # unknown ones in its error (or reads them, if it knows more keys than listed here).
     overrides = getattr(node, '_parameter_overrides', {}) or {}
@@ -367,70 +360,17 @@ def payload_model(model, changes):
     body's inertial parameters are runtime inputs of the generated code)."""
     payload = model.payload
     mass, com, inertia = payload.mass, payload.com, payload.inertia
+    rules = {found.name: found for found in parameters.ROBOT}
     if 'mass' in changes:
-        mass = as_float('robot.payload.mass', changes['mass'], minimum=0.0)
+        mass = parameters.check(rules['robot.payload.mass'], changes['mass'])
     if 'com' in changes:
-        com = as_floats('robot.payload.com', changes['com'], 3)
+        com = parameters.check(rules['robot.payload.com'], changes['com'])
     if 'inertia' in changes:
-        inertia = as_floats('robot.payload.inertia', changes['inertia'], 6)
+        inertia = parameters.check(rules['robot.payload.inertia'], changes['inertia'])
     try:
         return model.with_payload(mass, com, inertia)
     except ValueError as error:
         raise ConfigurationError(str(error)) from None
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def as_float(name, value, minimum=None, positive=False):
-    """A finite number (integers accepted), optionally >= minimum or > 0."""
-    if not _is_number(value) or not math.isfinite(value):
-        raise ConfigurationError(f'{name}: expected a finite number, got {value!r}')
-    value = float(value)
-    if positive and value <= 0.0:
-        raise ConfigurationError(f'{name}: must be > 0, got {value}')
-    if minimum is not None and value < minimum:
-        raise ConfigurationError(f'{name}: must be >= {minimum}, got {value}')
-    return value
-
-
-def as_floats(name, value, length):
-    """A list of `length` finite numbers (integers accepted) as a list of floats."""
-    if isinstance(value, str) and value.strip().startswith('['):
-        raise ConfigurationError(
-            f'{name}: expected a list of {length} numbers, got the string {value!r}: a list '
-            'that mixes integers and floats arrives as a string (ros2 param set, -p); write '
-            'every value as a float, e.g. 150.0')
-    if isinstance(value, (str, bytes)) or not hasattr(value, '__len__'):
-        raise ConfigurationError(f'{name}: expected a list of {length} numbers, got {value!r}')
-    if len(value) != length:
-        raise ConfigurationError(f'{name}: expected {length} values (one per joint), '
-                                 f'got {len(value)}')
-    out = []
-    for i, v in enumerate(value):
-        if not _is_number(v) or not math.isfinite(v):
-            raise ConfigurationError(f'{name}[{i}]: expected a finite number, got {v!r}')
-        out.append(float(v))
-    return out
-
-
-def as_bool(name, value):
-    if not isinstance(value, bool):
-        raise ConfigurationError(f'{name}: expected true or false, got {value!r}')
-    return value
-
-
-def as_string(name, value):
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError(f'{name}: expected a non-empty string, got {value!r}')
-    return value
-
-
-def as_choice(name, value, choices):
-    if value not in choices:
-        raise ConfigurationError(f'{name}: {value!r} is not one of {", ".join(choices)}')
-    return value
 
 
 def seconds(stamp):

@@ -31,12 +31,11 @@ from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.signals import SignalHandlerOptions
 
 from robot_dynamics.nodes.common import realtime
-from robot_dynamics.nodes.common.layering import layered_arguments
-from robot_dynamics.nodes.common.params_file import (_ros_items, check_params_files,
-                                              command_line_parameters, mixed_list_problem,
-                                              layered_origin, node_name_of,
-                                              node_sections, params_files, ParamsFileError,
-                                              section_applies)
+from robot_dynamics.parameters.layering import layered_arguments
+from robot_dynamics.parameters.params_file import (check_params_files, command_line_parameters,
+                                                   layered_origin, mixed_list_problem,
+                                                   node_name_of, node_sections, params_files,
+                                                   ParamsFileError, section_applies)
 from robot_dynamics.nodes.common.ros_params import closest_name, ConfigurationError
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -249,8 +248,8 @@ def unknown_parameters(node, args):
 
 def _package_names():
     """Every parameter name a node of the package declares (`<joint>`: any joint name)."""
-    from robot_dynamics.nodes.common.parameter_catalogue import NAMES
-    return sorted({name for names in NAMES.values() for name in names})
+    from robot_dynamics.parameters import catalogue
+    return sorted({name for names in catalogue().values() for name in names})
 
 
 def declared_by_the_package(name):
@@ -367,19 +366,12 @@ def check_command_line_parameters(args):
     (``--param``) list rcl refuses: items of more than one type, e.g.
     ``-p "gains.kp:=[150, 150.5]"`` (rcl: "Sequence should be of same type"; rclpy.init
     raises it as a 20-line traceback)."""
-    import yaml
-    from robot_dynamics.model import ParameterFileLoader     # YAML 1.2 floats, as rcl
-    for item in _ros_items(args, ('-p', '--param')):
-        name, assigned, text = item.partition(':=')
-        if not assigned:
-            continue
-        try:
-            value = yaml.load(text, Loader=ParameterFileLoader)
-        except yaml.YAMLError:
-            continue                        # rcl says what is wrong with it
+    from robot_dynamics.parameters.params_file import command_line_items
+    for node, name, value, _ in command_line_items(args):
         problem = mixed_list_problem(value) if isinstance(value, list) else None
         if problem is not None:
-            raise ParamsFileError(f'-p {name}[{problem[0]}]: {problem[1]}')
+            target = f'{node}:{name}' if node else name
+            raise ParamsFileError(f'-p {target}[{problem[0]}]: {problem[1]}')
 
 
 def _init_error(error):
@@ -446,7 +438,7 @@ def _run_node(node_class, node_name, spin_node, stop, argv=()):
         node = node_class()
     except ConfigurationError as error:
         hint = sections_hint(node_name, argv) if str(error).startswith('robot:') else ''
-        from robot_dynamics.nodes.common.params_file import error_source   # which file
+        from robot_dynamics.parameters.params_file import error_source   # which file
         namespace, name = node_name_of(node_name, argv)
         logger.error(f'bad parameter: {error}'
                      f'{error_source(argv, name, error, f"{namespace}/{name}")}{hint}')

@@ -33,7 +33,7 @@ trajectory_msgs/JointTrajectory YAML file and/or sends it to any FollowJointTraj
 action server while recording /joint_states.
 
 `estimate` builds the prior model from the parameter files (every --params-file, in order,
-layered as the nodes layer them: robot_dynamics.nodes.common.params_file), reads the
+layered as the nodes layer them: robot_dynamics.parameters.params_file), reads the
 recordings (robot_dynamics.identification.recordings: any robot's ``ros2 bag record /joint_states``
 with position and effort, and velocity when recorded (else the velocities come from the
 positions); jittered, dropped, duplicated or late messages,
@@ -87,6 +87,7 @@ import math
 import os
 import sys
 
+from robot_dynamics.parameters.params_file import ros_args_positions
 from robot_dynamics.identification.recordings import DEFAULT_TOPIC
 from robot_dynamics.nodes.identify import estimate, plan
 from robot_dynamics.nodes.identify.common import (  # noqa: F401 - identify's names
@@ -182,12 +183,4 @@ def main(args=None):
 
 def _without_ros_args(argv):
     """argv without a ``--ros-args ... [--]`` part (estimate does not use ROS)."""
-    out, inside = [], False
-    for arg in argv:
-        if arg == '--ros-args':
-            inside = True
-        elif inside and arg == '--':
-            inside = False
-        elif not inside:
-            out.append(arg)
-    return out
+    return [arg for _, arg, inside in ros_args_positions(argv) if not inside]

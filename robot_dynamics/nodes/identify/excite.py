@@ -29,7 +29,7 @@ from std_msgs.msg import String
 from robot_dynamics.identification.arm import optimal_excitation
 from robot_dynamics.identification.recordings import BagError, JointStateBagWriter
 from robot_dynamics.nodes.excite import ExcitationSender
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.parameters.params_file import ParamsFileError
 from robot_dynamics.nodes.identify.common import (EFFORT_TIMING_KEY, missing_libraries,
                                                   NOT_ENDED, RECORDED_BY_KEY, STOPPED)
 from robot_dynamics.nodes.common import trajectory_client

@@ -1,12 +1,12 @@
 """`identify`'s prior model: the robot model and joint names of layered parameter files,
-read as the nodes read them (robot_dynamics.nodes.common.layering)."""
+read as the nodes read them (robot_dynamics.parameters.layering)."""
 
 import os
 import warnings
 
 from robot_dynamics.model import RobotModel
-from robot_dynamics.nodes.common.layering import parameter_layers
-from robot_dynamics.nodes.common.params_file import check_params_file, ParamsFileError
+from robot_dynamics.parameters.layering import parameter_layers
+from robot_dynamics.parameters.params_file import check_params_file, ParamsFileError
 from robot_dynamics.nodes.identify.common import InputError
 
 
@@ -33,7 +33,7 @@ def layered_parameters(paths, node_name=None):
 def _layers(paths, node_name):
     """[(path, {dotted name: value})]: the sections of the files that apply to the node,
     file after file, each file's in its order: the nodes' own layering
-    (robot_dynamics.nodes.common.layering), values typed as rcl types them."""
+    (robot_dynamics.parameters.layering), values typed as rcl types them."""
     try:
         for path in paths:
             check_params_file(path)

@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 
 from robot_dynamics import dynamics
 from robot_dynamics.nodes.common import trajectory_client
-from robot_dynamics.nodes.common.params_file import ParamsFileError
+from robot_dynamics.parameters.params_file import ParamsFileError
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.identification.recordings import BagError, read_joint_states

@@ -16,7 +16,7 @@ import math
 from rcl_interfaces.msg import SetParametersResult
 
 from robot_dynamics.feasibility import check_reference, scaled_command
-from robot_dynamics.nodes.common.ros_params import as_bool, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
 from robot_dynamics.trajectory import TrajectoryRejected
 
 ATTEMPTS = 5            # time-scaled plans tried before refusing
@@ -40,14 +40,8 @@ class FeasibilityCheck:
 
     def __init__(self, node):
         self.node = node
-        self.enabled = as_bool('feasibility.check', declare(
-            node, 'feasibility.check', True, 'refuse trajectories whose reference exceeds '
-            'robot.velocity_max or needs efforts beyond effort_limits (inverse dynamics along '
-            'the reference), naming the joint, the time and the excess'))
-        self.allow_time_scaling = as_bool('feasibility.allow_time_scaling', declare(
-            node, 'feasibility.allow_time_scaling', False, 'run such a trajectory slower '
-            '(time stretched until it fits) instead of refusing it; the new duration is '
-            'logged and in the goal result'))
+        self.enabled, self.allow_time_scaling = (
+            validated(node, name, declare(node, name)) for name in PARAMETERS)
         node.add_on_set_parameters_callback(self._on_set_parameters)
 
     def _check(self, plan):
@@ -106,7 +100,8 @@ class FeasibilityCheck:
         for parameter in parameters:
             if parameter.name in PARAMETERS:
                 try:
-                    values[parameter.name] = as_bool(parameter.name, parameter.value)
+                    values[parameter.name] = validated(self.node, parameter.name,
+                                                       parameter.value)
                 except (ConfigurationError, TypeError, ValueError) as error:
                     return SetParametersResult(successful=False, reason=str(error))
         self.enabled = values.get('feasibility.check', self.enabled)

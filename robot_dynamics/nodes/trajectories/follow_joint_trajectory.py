@@ -24,7 +24,8 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_dynamics.nodes.trajectories import query_state
-from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare, seconds
+from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare, seconds,
+                                                   validated)
 from robot_dynamics.trajectory import InvalidJoints, TrajectoryCommand, TrajectoryRejected
 from robot_dynamics.trajectory_goal import (INVALID_GOAL, joint_tolerances, rejection_code,
                                             resolve_tolerance, SUCCESSFUL,
@@ -50,14 +51,8 @@ REQUEST_DEPTH = 256     # goal, cancel and result requests kept: a burst is queu
 def attach(node):
     """The action server and `~/controller_state` of the controller `node` (after its
     interfaces exist), or a stand-in that does nothing when control_msgs is missing."""
-    monitor_rate = as_float('action_monitor_rate', declare(
-        node, 'action_monitor_rate', 20.0, 'feedback rate of ~/follow_joint_trajectory goals '
-        '[Hz of the cycle time]; outcomes are checked every control cycle', read_only=True,
-        minimum=0.1, maximum=1e6), positive=True)
-    goal_time = as_float('constraints.goal_time', declare(
-        node, 'constraints.goal_time', 0.0, 'default goal_time_tolerance of action goals: '
-        'GOAL_TOLERANCE_VIOLATED when the goal tolerance is not met this long after the last '
-        'point [s]; 0 = wait for ever', minimum=0.0, maximum=1e6), minimum=0.0)
+    monitor_rate, goal_time = (validated(node, name, declare(node, name))
+                               for name in ('action_monitor_rate', 'constraints.goal_time'))
     if UNAVAILABLE is not None:
         node.get_logger().info(f'control_msgs cannot be imported ({UNAVAILABLE}): the '
                                f'~/{ACTION_NAME} action, ~/{query_state.SERVICE_NAME} and '
@@ -370,7 +365,7 @@ class FollowJointTrajectoryInterface:
         for parameter in parameters:
             if parameter.name == 'constraints.goal_time':
                 try:
-                    goal_time = as_float(parameter.name, parameter.value, minimum=0.0)
+                    goal_time = validated(self.node, parameter.name, parameter.value)
                 except (ConfigurationError, TypeError, ValueError) as error:
                     return SetParametersResult(successful=False, reason=str(error))
         self.goal_time = goal_time

@@ -24,16 +24,10 @@ the parameter; `ros2 param set`: the reason names it).
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 
-from robot_dynamics.nodes.common.ros_params import as_bool, as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
 from robot_dynamics.trajectory_goal import StateTolerances
 
-KINDS = {
-    'trajectory': 'path tolerance on the position of joint {joint} while an action goal '
-                  'runs, unless the goal gives one [rad | m]; 0 = not checked',
-    'goal': 'goal tolerance on the position of joint {joint} after the last point, unless '
-            'the goal gives one [rad | m]; 0 = constraints.goal_tolerance',
-}
-MAXIMUM = 1e3   # rad | m, as constraints.goal_tolerance
+KINDS = ('trajectory', 'goal')      # constraints.<joint>.<kind> (the parameter table's)
 
 
 def parameter_name(joint, kind):
@@ -45,16 +39,15 @@ class JointConstraints:
     `trajectory` and `goal` hold their values (n,) in `joints` order."""
 
     def __init__(self, node, joints):
+        self._node = node
         self.joints = tuple(joints)
         values = {kind: np.zeros(len(self.joints)) for kind in KINDS}
         self._slots = {}        # parameter name -> (kind, joint index)
         for i, joint in enumerate(self.joints):
-            for kind, description in KINDS.items():
+            for kind in KINDS:
                 name = parameter_name(joint, kind)
                 self._slots[name] = (kind, i)
-                values[kind][i] = as_float(name, declare(
-                    node, name, 0.0, description.format(joint=joint), minimum=0.0,
-                    maximum=MAXIMUM), minimum=0.0)
+                values[kind][i] = validated(node, name, declare(node, name))
         self.trajectory, self.goal = values['trajectory'], values['goal']
         self.max_deceleration_on_cancel = self._declare_deceleration(node)
         node.add_on_set_parameters_callback(self._on_set_parameters)
@@ -62,18 +55,12 @@ class JointConstraints:
     def _declare_deceleration(self, node):
         """max_deceleration_on_cancel (n,) when constraints.decelerate_on_cancel is on and
         every joint has one > 0, else None (hold at once)."""
-        enabled = as_bool('constraints.decelerate_on_cancel', declare(
-            node, 'constraints.decelerate_on_cancel', False, 'on a cancel, a tolerance '
-            'violation, cmd_timeout or an empty trajectory: bring every joint to rest at its '
-            'constraints.<joint>.max_deceleration_on_cancel instead of holding at once',
-            read_only=True))
+        enabled = validated(node, 'constraints.decelerate_on_cancel',
+                            declare(node, 'constraints.decelerate_on_cancel'))
         decel = np.zeros(len(self.joints))
         for i, joint in enumerate(self.joints):
             name = parameter_name(joint, 'max_deceleration_on_cancel')
-            decel[i] = as_float(name, declare(
-                node, name, 0.0, f'deceleration of joint {joint} when it stops with '
-                'constraints.decelerate_on_cancel [rad/s^2 | m/s^2]; > 0 for that',
-                read_only=True, minimum=0.0, maximum=1e6), minimum=0.0)
+            decel[i] = validated(node, name, declare(node, name))
         if not enabled:
             return None
         for i, joint in enumerate(self.joints):
@@ -115,7 +102,7 @@ class JointConstraints:
             if slot is None:
                 continue
             try:
-                value = as_float(parameter.name, parameter.value, minimum=0.0)
+                value = validated(self._node, parameter.name, parameter.value)
             except (ConfigurationError, TypeError, ValueError) as error:
                 return SetParametersResult(successful=False, reason=str(error))
             kind, i = slot

@@ -11,7 +11,7 @@ from rclpy.qos import (DurabilityPolicy, qos_policy_name_from_kind, QoSProfile,
                        ReliabilityPolicy)
 
 from robot_dynamics.nodes.common.diagnostics import WARN
-from robot_dynamics.nodes.common.ros_params import as_float, ConfigurationError, declare
+from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
 from robot_dynamics.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
 
 try:
@@ -32,23 +32,16 @@ def declare_parameters(node):
     """(initial factor, rate limit [1/s]) from the node's parameters; ConfigurationError
     for a bad one, and for JTC's hardware interface names, which this controller has no
     use for."""
-    initial = declare(
-        node, 'speed_scaling.initial_scaling_factor', 1.0, 'speed scaling factor at start-up '
-        '(the trajectory time advances at this fraction of the clock); [0, 1], 1 = normal '
-        'speed, 0 = pause. Changed on ~/speed_scaling_input', read_only=True, minimum=0.0,
-        maximum=1.0)
+    name = 'speed_scaling.initial_scaling_factor'
+    initial = validated(node, name, declare(node, name))
     try:
-        initial = check_factor(as_float('speed_scaling.initial_scaling_factor', initial))
+        initial = check_factor(initial)
     except ValueError as error:
-        raise ConfigurationError(f'speed_scaling.initial_scaling_factor: {error}') from None
-    rate = as_float('speed_scaling.rate_limit', declare(
-        node, 'speed_scaling.rate_limit', DEFAULT_RATE_LIMIT, 'the factor moves to a new '
-        'value at this rate [1/s] (a ramp: the reference acceleration stays bounded)',
-        read_only=True, minimum=1e-3, maximum=1e3), positive=True)
+        raise ConfigurationError(f'{name}: {error}') from None
+    rate = validated(node, 'speed_scaling.rate_limit',
+                     declare(node, 'speed_scaling.rate_limit', DEFAULT_RATE_LIMIT))
     for name in ('state_interface', 'command_interface'):
-        value = declare(node, f'speed_scaling.{name}', '', 'JTC: a ros2_control hardware '
-                        'interface for the factor; not applicable here (leave empty)',
-                        read_only=True)
+        value = validated(node, f'speed_scaling.{name}', declare(node, f'speed_scaling.{name}'))
         if value != '':
             raise ConfigurationError(
                 f'speed_scaling.{name}: {value!r}: this controller has no ros2_control '

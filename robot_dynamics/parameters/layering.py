@@ -26,9 +26,9 @@ import yaml
 
 # the lower module: its file checks and command-line reading, the section matching and the
 # `# from` comment this module writes and `layered_origin` reads
-from robot_dynamics.nodes.common.params_file import (_quoted, layered_origin, node_name_of,
-                                                     ORIGIN, ParamsFileError,
-                                                     section_matches)
+from robot_dynamics.parameters.params_file import (_quoted, layered_origin, node_name_of,
+                                                   ORIGIN, ParamsFileError,
+                                                   ros_args_positions, section_matches)
 
 __all__ = ['rcl_scalar', 'read_sections', 'section_matches', 'node_fqn', 'parameter_layers',
            'layered_parameters', 'layered_sections', 'write_layered_file',
@@ -306,6 +306,34 @@ def layered_parameters(paths, node=None, aliases=()):
     return values
 
 
+YAML_NULLS = ('null', 'Null', 'NULL', '~')     # rcl reads a YAML null as this string
+
+
+def robot_block_of_file(path, node_name=None):
+    """The `robot` block of the parameter file `path`, flat ({'payload.mass': 1.0, ...}),
+    as rcl reads it: the ``/**`` sections and those applying to node `node_name` (a name
+    or fully qualified name), in the file's order, later values winning; a null (how
+    ``ros2 param dump`` writes an unset parameter) is left out. ValueError names the file
+    when it has no robot block."""
+    block, found = {}, False
+    for _path, _section, parameters in parameter_layers([path], node_name):
+        for name, value in parameters.items():
+            if name.startswith('robot.'):
+                found = True
+                if not (isinstance(value, str) and value in YAML_NULLS):
+                    block[name[len('robot.'):]] = value
+    if not found:
+        raise ValueError(f'{path}: no robot block under "/**: ros__parameters: robot"'
+                         + (f' or "{node_name}: ros__parameters: robot"' if node_name else ''))
+    return block
+
+
+def joints_of_file(path, node_name=None):
+    """The `joints` list of the parameter file `path` (``/**`` and `node_name`'s sections,
+    later winning), or None."""
+    return layered_parameters([path], node_name).get('joints')
+
+
 def layered_sections(paths, node, aliases=(), overrides=None):
     """({parameter: value} for every node, {parameter: value} for `node` alone): the
     layered parameters split by the kind of section their winning value came from
@@ -334,7 +362,9 @@ def _scalar_text(value):
             return '.nan'
         if math.isinf(value):
             return '.inf' if value > 0 else '-.inf'
-        return repr(value)
+        text = repr(value)
+        mantissa, e, exponent = text.partition('e')
+        return f'{mantissa}.0e{exponent}' if e and '.' not in mantissa else text  # 4.0e-05
     if isinstance(value, str):
         return _quoted(value)
     raise ParamsFileError(f'a parameter value of type {type(value).__name__} ({value!r:.40})')
@@ -355,6 +385,16 @@ def _section_text(name, parameters, origins=None):
         note = ORIGIN + ' '.join(str(origin).split()) if origin else ''
         lines.append(f'    {_quoted(key)}: {_value_text(value)}{note}')
     return lines
+
+
+def parameter_file_text(sections, header=''):
+    """The text of a parameter file with `sections` ({section: {parameter: value}}, dotted
+    names, values rcl reads back with their types), after the comment lines of `header`:
+    the package's one writer (the layered files, the demo move's derived file)."""
+    lines = [f'# {line}' for line in header.splitlines()]
+    for name, parameters in sections.items():
+        lines += _section_text(name, parameters)
+    return '\n'.join(lines) + '\n'
 
 
 def _origins(paths, node, aliases=(), overrides=None, overrides_origin=None):
@@ -425,17 +465,6 @@ def write_nodes_file(paths, nodes, header=''):
 # ------------------------------------------------------------------------- command lines
 
 
-def _ros_blocks(args):
-    """(index, inside --ros-args) for each argument."""
-    inside = False
-    for i, arg in enumerate(args):
-        if arg == '--ros-args':
-            inside = True
-        elif arg == '--':
-            inside = False
-        yield i, arg, inside
-
-
 def layered_arguments(args, default_name):
     """(arguments, merged file or None): the command line `args` of a node whose name is
     `default_name` before remap rules, with its ``--params-file`` items replaced by one
@@ -446,7 +475,7 @@ def layered_arguments(args, default_name):
     file once rcl has read it (at rclpy.init). Raises ParamsFileError (one line)."""
     args = list(args)
     files, keep, skip = [], [], False
-    for i, arg, inside in _ros_blocks(args):
+    for i, arg, inside in ros_args_positions(args):
         if skip:
             skip = False
             continue

@@ -17,32 +17,72 @@ import re
 
 import yaml
 
-from robot_dynamics.model import ParameterFileLoader
-
-__all__ = ['ParamsFileError', 'check_params_file', 'check_params_files', 'params_files',
-           'command_line_parameters', 'node_sections', 'section_applies', 'node_name_of',
+__all__ = ['ParameterFileLoader', 'ParamsFileError', 'check_params_file',
+           'check_params_files', 'params_files', 'command_line_parameters', 'node_sections',
+           'section_applies', 'node_name_of',
            'section_matches', 'layered_origin']
 
 WRAPPER = 'ros__parameters'
+
+
+class ParameterFileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 floats: ``4e-05`` and ``1E3`` are numbers, as
+    rcl's parameter-file parser reads them (PyYAML alone would return the string '4e-05')."""
+
+
+ParameterFileLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'''^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$''', re.X),
+    list('-+0123456789.'))
+
+
+def _untagged(loader, tag_suffix, node):
+    """A node with a tag rcl ignores (rcl reads every tag but ``!!str`` as if it were not
+    there): e.g. launch_ros writes the tuples of ``parameters=[{...}]`` as ``!!python/tuple``
+    sequences. Read as the same node without its tag (a list, a mapping, or the scalar as
+    its text resolves; a string if nothing else reads it)."""
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    tag = loader.resolve(yaml.ScalarNode, node.value, (True, False))
+    constructor = loader.yaml_constructors.get(tag)
+    if constructor is None:
+        return node.value
+    return constructor(loader, yaml.ScalarNode(tag, node.value, node.start_mark,
+                                               node.end_mark, node.style))
+
+
+ParameterFileLoader.add_multi_constructor('', _untagged)
 
 
 class ParamsFileError(ValueError):
     """A parameter file rcl would refuse; the message names file, key and index."""
 
 
-def params_files(args):
-    """The ``--params-file`` paths among command-line `args` (inside ``--ros-args``)."""
-    paths = []
+def ros_args_positions(args):
+    """(index, argument, inside) for each command-line argument: the one reading of
+    ``--ros-args ... [--]`` blocks (up to the next ``--``, or the end; the markers are
+    inside their block, a ``--`` outside any block is not)."""
     inside = False
-    args = list(args or ())
     for i, arg in enumerate(args):
         if arg == '--ros-args':
             inside = True
-        elif arg == '--':
+            yield i, arg, True
+        elif arg == '--' and inside:
             inside = False
-        elif inside and arg == '--params-file' and i + 1 < len(args):
-            paths.append(args[i + 1])
-    return paths
+            yield i, arg, True
+        else:
+            yield i, arg, inside
+
+
+def params_files(args):
+    """The ``--params-file`` paths among command-line `args` (inside ``--ros-args``)."""
+    return _ros_items(args, ('--params-file',))
 
 
 def check_params_files(args):
@@ -181,16 +221,9 @@ def _shown(value):
 
 def _ros_items(args, options):
     """The values after each of `options` inside ``--ros-args`` of `args`."""
-    values, inside = [], False
     args = list(args or ())
-    for i, arg in enumerate(args):
-        if arg == '--ros-args':
-            inside = True
-        elif arg == '--':
-            inside = False
-        elif inside and arg in options and i + 1 < len(args):
-            values.append(args[i + 1])
-    return values
+    return [args[i + 1] for i, arg, inside in ros_args_positions(args)
+            if inside and arg in options and i + 1 < len(args)]
 
 
 def node_name_of(default, args):
@@ -208,6 +241,25 @@ def node_name_of(default, args):
         elif key == '__ns' and value:
             namespace = '/' + value.strip('/')
     return namespace.rstrip('/'), name
+
+
+def command_line_items(args):
+    """[(node name or None, parameter, value, text)] of the ``-p`` / ``--param`` items
+    inside ``--ros-args`` of `args` (``-p node:name:=value`` names the node), the value
+    read as YAML as rcl reads parameter values (YAML 1.2 floats), or the text when it is
+    not YAML."""
+    items = []
+    for item in _ros_items(args, ('-p', '--param')):
+        target, assigned, text = item.partition(':=')
+        if not assigned:
+            continue
+        node, _, name = target.rpartition(':')
+        try:
+            value = yaml.load(text, Loader=ParameterFileLoader)
+        except yaml.YAMLError:
+            value = text
+        items.append((node or None, name, value, text))
+    return items
 
 
 def command_line_parameters(args, node_name):

@@ -1,0 +1,148 @@
+"""The controller's state input: /joint_states mapped by name onto the controlled joints
+(other joints ignored, a malformed message dropped as a whole), and in on_state mode the
+stamp checks (repeated, backwards, future stamps)."""
+
+import math
+
+import numpy as np
+
+from robot_dynamics.nodes.common.ros_params import seconds
+from robot_dynamics.nodes.controller.guard import guarded
+
+MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: message dropped
+CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
+FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
+
+
+class JointStateInput:
+    """The /joint_states side of ComputedTorqueController (a mixin: it uses the node's
+    `_index`, `_q`, `_qd`, `_received`, `control_mode`, `state_timeout`)."""
+
+    @guarded('joint_states', control=True)
+    def _on_joint_states(self, msg):
+        """Map by name; ignore other joints; a malformed message is dropped as a whole."""
+        updates = self._known_names_updates(msg)
+        if updates is None:
+            updates = self._joint_updates(msg)
+            if not updates:
+                return
+            targets, positions, velocities = (np.array(column) for column in zip(*updates))
+        else:
+            targets, positions, velocities = updates
+            if not len(targets):
+                return
+        now = self._now()
+        stamp = now
+        if self.control_mode == 'on_state':
+            raw = seconds(msg.header.stamp)
+            if self._repeats_answered_state(raw, targets, positions, velocities):
+                return
+            stamp = self._state_stamp(raw, now)
+            if stamp is None:
+                return
+            if (self._ready and self.state_timeout > 0.0
+                    and now - self._received.max() > self.state_timeout):
+                self._stale = True      # states resumed after a gap: re-sync below
+        self._q[targets] = positions
+        self._qd[targets] = velocities
+        self._received[targets] = now
+        if self.control_mode == 'on_state':
+            self._control_cycle(stamp, now)
+
+    def _known_names_updates(self, msg):
+        """The fast path of _joint_updates for a name list seen before whose values are all
+        well-formed: (controller indices, q, q̇) arrays; None means take the full path."""
+        names = msg.name
+        cached = self._names
+        if cached is None or names != cached[0]:
+            self._names = cached = self._name_mapping(names)
+            if cached is None:
+                return None
+        _, sources, targets = cached
+        count = len(names)
+        if len(msg.position) != count or len(msg.velocity) != count:
+            return None
+        positions = np.asarray(msg.position, dtype=float)[sources]
+        velocities = np.asarray(msg.velocity, dtype=float)[sources]
+        # NaN fails the comparison too: one vectorised check for finite and within range.
+        if not ((np.abs(positions) <= MAX_ABS_STATE).all()
+                and (np.abs(velocities) <= MAX_ABS_STATE).all()):
+            return None
+        return targets, positions, velocities
+
+    def _name_mapping(self, names):
+        """(names, message indices, controller indices) of a name list without duplicates,
+        else None (the full path then reports the duplicate)."""
+        names = list(names)
+        if len(set(names)) != len(names):
+            return None
+        pairs = [(k, self._index[name]) for k, name in enumerate(names) if name in self._index]
+        sources = np.array([k for k, _ in pairs], dtype=np.intp)
+        targets = np.array([i for _, i in pairs], dtype=np.intp)
+        return names, sources, targets
+
+    def _joint_updates(self, msg):
+        """[(index, q, q̇)] of the controlled joints in `msg`, or None if it is malformed."""
+        count = len(msg.name)
+        for field in ('position', 'velocity'):
+            if len(getattr(msg, field)) != count:
+                self._warn(f'joint_states.{field}: {len(getattr(msg, field))} values for '
+                           f'{count} names; message dropped')
+                return None
+        updates = []
+        seen = set()
+        for k, (name, position, velocity) in enumerate(zip(msg.name, msg.position,
+                                                           msg.velocity)):
+            if name in seen:
+                self._warn(f'joint_states.name[{k}]: duplicate name {name!r}; message dropped')
+                return None
+            seen.add(name)
+            i = self._index.get(name)
+            if i is None:
+                continue
+            for field, value in (('position', position), ('velocity', velocity)):
+                if not (math.isfinite(value) and abs(value) <= MAX_ABS_STATE):
+                    self._warn(f'joint_states.{field}[{k}] (joint {name!r}): {value} is not a '
+                               f'finite value within +-{MAX_ABS_STATE:g}; message dropped')
+                    return None
+            updates.append((i, position, velocity))
+        return updates
+
+    def _repeats_answered_state(self, raw, targets, positions, velocities):
+        """on_state: True for a re-publication of the state the last cycle answered (same
+        non-zero stamp, same values; a lock-step simulator re-sends a state it is waiting on).
+        Answering it again would send a second command for one state, and a lock-step plant
+        would take that one as the answer to its next state: every later command would then
+        be applied one cycle late. raw: the message's header stamp [s]."""
+        if not (self._ready and raw > 0.0 and raw == self._last_raw):
+            return False
+        if not (np.array_equal(self._q[targets], positions)
+                and np.array_equal(self._qd[targets], velocities)):
+            return False          # another publisher's joints with the same stamp
+        self.get_logger().debug(f'joint_states at {raw:.4f} s again (already answered): '
+                                'not answered twice')
+        return True
+
+    def _state_stamp(self, raw, now):
+        """on_state: the time the cycle samples the reference at (the message stamp `raw`
+        [s], or the node clock for stamp 0), or None if the message is to be dropped."""
+        stamp = raw if raw > 0.0 else now
+        if now > 0.0 and stamp > now + FUTURE_LIMIT:
+            self._warn(f'joint_states.header.stamp {stamp:.3f} s is more than {FUTURE_LIMIT:g} '
+                       f's ahead of the node clock ({now:.3f} s); message dropped')
+            return None
+        last = self._last_stamp
+        # A stamped publisher sending stamp 0 restarted at simulated time 0 (its /clock may
+        # not have reached us yet); the node clock going back means the same.
+        restarted = (raw <= 0.0 < self._last_raw) or now < self._last_now
+        if last is not None and (stamp < last or restarted):
+            if last - stamp <= CLOCK_RESET and not restarted:
+                self._warn(f'joint_states.header.stamp went backwards ({stamp:.4f} s after '
+                           f'{last:.4f} s); message dropped')
+                return None
+            self.get_logger().warning(
+                f'joint_states.header.stamp {raw:.4f} s after {last:.4f} s (publisher or clock '
+                'restarted?): re-synchronising')
+            self._stale = True
+        self._last_stamp, self._last_now, self._last_raw = stamp, now, raw
+        return stamp
