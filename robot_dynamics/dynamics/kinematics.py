@@ -32,6 +32,13 @@ __all__ = ['link_poses', 'tool_pose', 'jacobian', 'jacobian_dot_qd',
 
 _ORTHONORMAL_TOLERANCE = 1e-6
 
+# With the numba backend, `dynamics.set_backend` sets this to its one-state dispatcher
+# (model, kernel name) -> runner: tool_pose, jacobian and jacobian_dot_qd of one state
+# (a float64 (n,) array; the tool frame, no link or point) then run compiled kernels
+# (`_numba_loops`); a runner's None (another input type, an invalid tool, a non-finite
+# state) falls through to the paths below.
+_accelerated = None
+
 
 # ---------------------------------------------------------------------- argument checks
 
@@ -378,6 +385,11 @@ def link_poses(model, q):
 def tool_pose(model, q, tool=None):
     """The tip frame (the last link frame) times the fixed transform `tool` (4×4, the tool
     frame in the tip frame; default identity), in the base frame: (4, 4) or (B, 4, 4)."""
+    fast = _accelerated
+    if fast is not None and type(q) is np.ndarray and q.ndim == 1:
+        T = fast(model, 'tool_pose')(q, tool)
+        if T is not None:
+            return T
     one = _single_target(model, q, tool, None, None)
     if one is not None:
         return _matrix(one[4], one[5])
@@ -409,6 +421,12 @@ def jacobian(model, q, tool=None, link=None, point=None):
     itself by default); with ``link=k`` (0-based) of link frame k+1 (· `tool`), and with
     `point` (3-vector in that frame, link frame k+1 without a tool) of that point. ω is
     the angular velocity of the link. Columns of joints after k are zero."""
+    fast = _accelerated
+    if fast is not None and link is None and point is None and type(q) is np.ndarray \
+            and q.ndim == 1:
+        J = fast(model, 'jacobian')(q, tool)
+        if J is not None:
+            return J
     one = _single_target(model, q, tool, link, point)
     if one is not None:
         c, k, Rs, ps, _, target = one
@@ -433,6 +451,12 @@ def jacobian_dot_qd(model, q, qd, tool=None, link=None, point=None):
     """J̇ q̇ (6,) or (B, 6): the classical acceleration [a; α] in the base frame of the
     point `jacobian` describes (same `tool`, `link`, `point`) at q̈ = 0: a the linear
     acceleration of the point, α the angular acceleration of its link."""
+    fast = _accelerated
+    if fast is not None and link is None and point is None and type(q) is np.ndarray \
+            and q.ndim == 1 and type(qd) is np.ndarray and qd.ndim == 1:
+        a = fast(model, 'jacobian_dot_qd')(q, qd, tool)
+        if a is not None:
+            return a
     one = _single_target(model, q, tool, link, point)
     if one is not None:
         qd_one = _one(one[0].n, qd)
