@@ -3,7 +3,9 @@ composite-rigid-body mass matrix give the reference results to 1e-12 (relative t
 largest entry) on every preset, the URDF fixtures and random chains, with and without a
 tool; the public functions (`kinematics.tool_pose`, `jacobian`, `jacobian_dot_qd`,
 `dynamics.mass_matrix`) reach them through the backend dispatcher when 'numba' is selected,
-and keep their results and error messages for every other input.
+and keep their results and error messages for every other input. Also the one-matrix path
+of `kinematics.quaternion_from_matrix` (Python floats; a Cartesian law's every cycle):
+the array path's quaternion and errors.
 
 The references are independent of the kernels: the vectorised numpy path of `kinematics`
 (a batch of one state: `algorithms.body_poses`, Craig's forward pass for J̇ q̇) and, for
@@ -109,9 +111,6 @@ def test_kernels_match_the_reference(numba_backend, model, rng, monkeypatch):
             assert_close(kinematics.tool_pose(model, q, tool), T)
             assert_close(kinematics.jacobian(model, q, tool), J)
             assert_close(kinematics.jacobian_dot_qd(model, q, qd, tool), a)
-            frame, J_both = dynamics._single(model, 'tool_jacobian')(q, tool)
-            assert_close(frame, T)
-            assert_close(J_both, J)
             M = dynamics.mass_matrix(model, q)
             monkeypatch.undo()
         assert_close(M, _reference_mass_matrix(model, q))
@@ -215,3 +214,24 @@ def test_without_numba_the_python_paths_run(monkeypatch, rng):
     q, _, _ = random_state(rng, 3)
     for name in ('tool_pose', 'jacobian', 'mass_matrix'):
         assert _numba_loops.runner(model, name)(q) is None
+
+
+def test_one_matrix_quaternion_is_the_array_path(rng):
+    rotations = [kinematics.matrix_from_quaternion(rng.normal(size=4)) for _ in range(300)]
+    rotations += [np.eye(3), np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]),
+                  np.diag([-1.0, -1.0, 1.0])]                 # each branch of Shepperd's
+    for R in rotations:
+        expected = kinematics.quaternion_from_matrix(R[None])[0]      # the array path
+        np.testing.assert_allclose(kinematics.quaternion_from_matrix(R), expected,
+                                   rtol=0.0, atol=1e-15)
+        T = np.eye(4)
+        T[:3, :3] = R
+        np.testing.assert_allclose(kinematics.quaternion_from_matrix(T), expected,
+                                   rtol=0.0, atol=1e-15)
+        back = kinematics.matrix_from_quaternion(kinematics.quaternion_from_matrix(R))
+        np.testing.assert_allclose(back, R, atol=1e-14)
+    for bad, message in ((np.diag([1.0, 1.0, 1.1]), 'not orthonormal'),
+                         (np.diag([1.0, 1.0, -1.0]), 'reflection'),
+                         (np.full((3, 3), np.inf), 'not finite')):
+        with pytest.raises(ValueError, match=f'R: .*{message}'):
+            kinematics.quaternion_from_matrix(bad)

@@ -28,7 +28,7 @@ apply, and the caller then takes its usual path, which gives the reference seman
     rk4_step_one(model, q, qd, tau, dt)                 (q, q̇) after one RK4 step, τ held
     ..._batch(model, ...)  the same on (B, n) arrays (wrench (6,) or (B, 6)) -> (B, n)
     runner(model, name)    one-state runners, also of the kinematic kernels (KINEMATIC:
-                           the tool frame, its Jacobian, both at once, J̇ q̇ and the
+                           the tool frame, its Jacobian, J̇ q̇ and the
                            composite-rigid-body mass matrix, `kinematics` and
                            `dynamics.mass_matrix` with the numba backend)
 Inputs: one state as float64 (n,) arrays, a batch as (B, n) arrays, all C-contiguous and
@@ -253,8 +253,7 @@ _IDENTITY.setflags(write=False)
 
 def _kinematic_runner(model, name):
     """The one-state runner of a kinematic kernel ('tool_pose': run(q, tool),
-    'jacobian': run(q, tool), 'tool_jacobian': run(q, tool) -> (T, J),
-    'jacobian_dot_qd': run(q, qd, tool), 'mass_matrix': run(q)); tool None is the
+    'jacobian': run(q, tool), 'jacobian_dot_qd': run(q, qd, tool), 'mass_matrix': run(q)); tool None is the
     identity. None when the kernel does not take the arguments (lists, other dtypes,
     batches, a tool that is not a proper transform, non-finite states): then
     `kinematics` / `dynamics` run their own path, with its error messages."""
@@ -277,15 +276,6 @@ def _kinematic_runner(model, name):
             except TypeError:
                 return None
             return out if ok else None
-    elif name == 'tool_jacobian':
-        def run(q, tool=None):
-            frame = empty((4, 4))
-            out = empty((6, n))
-            try:
-                ok = fn(P, q, identity if tool is None else tool, frame, out)
-            except TypeError:
-                return None
-            return (frame, out) if ok else None
     else:
         shape = (4, 4) if name == 'tool_pose' else (6, n)
 
@@ -299,7 +289,7 @@ def _kinematic_runner(model, name):
     return run
 
 
-KINEMATIC = ('tool_pose', 'jacobian', 'tool_jacobian', 'jacobian_dot_qd', 'mass_matrix')
+KINEMATIC = ('tool_pose', 'jacobian', 'jacobian_dot_qd', 'mass_matrix')
 
 
 _ONE_STATE = {'rnea': ('rnea_one', inverse_dynamics_one),
@@ -425,8 +415,6 @@ ENTRIES = {'rnea_one': _signature(3, 1), 'rnea_wrench_one': _signature(4, 1),
            # the tool: any layout, read-only or not (a law keeps its tool read-only)
            'tool_pose_one': f'(float64[:, ::1], float64[::1], {_TOOL}, float64[:, ::1])',
            'jacobian_one': f'(float64[:, ::1], float64[::1], {_TOOL}, float64[:, ::1])',
-           'tool_jacobian_one': (f'(float64[:, ::1], float64[::1], {_TOOL}, float64[:, ::1], '
-                                 'float64[:, ::1])'),
            'jacobian_dot_qd_one': (f'(float64[:, ::1], float64[::1], float64[::1], {_TOOL}, '
                                    'float64[::1])'),
            'mass_matrix_one': '(float64[:, ::1], float64[::1], float64[:, ::1])'}
@@ -1256,20 +1244,6 @@ def jacobian_one(P, q, T, out):
     return True
 
 
-def tool_jacobian_one(P, q, T, frame, out):
-    """The tool frame into frame (4, 4) and its Jacobian into out (6, n): one pass."""
-    n = P.shape[0] - 1
-    if q.shape[0] != n or out.shape[0] != 6 or out.shape[1] != n or frame.shape[0] != 4 \
-            or frame.shape[1] != 4 or not tool_valid(T):
-        return False
-    S = P[:, 32:]
-    if not poses_into(P, q, S):
-        return False
-    tool_frame_into(P, T, S, frame)
-    jacobian_into(P, S, frame[0, 3], frame[1, 3], frame[2, 3], out)
-    return True
-
-
 def jacobian_dot_qd_one(P, q, qd, T, out):
     """J̇ q̇ (6,) of the tool frame's origin: its classical acceleration [a; α] at q̈ = 0
     (`kinematics._jacobian_dot_qd_one`); False if it does not apply."""
@@ -1409,7 +1383,7 @@ _KERNELS = (_tanh, _friction, add_friction, r0t, r0, rnea_into, _fits, rnea_one,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
             aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one, poses_into,
             tool_valid, tool_frame_into, tool_pose_one, jacobian_into, jacobian_one,
-            tool_jacobian_one, jacobian_dot_qd_one, mass_matrix_one)
+            jacobian_dot_qd_one, mass_matrix_one)
 
 
 def _source_at_import():

@@ -489,6 +489,9 @@ def quaternion_from_matrix(R):
     """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix: R (3, 3) or (..., 3, 3)
     (a homogeneous transform (..., 4, 4) gives its rotation's). Shepperd's method (the
     largest of 1 + trace and the diagonal chooses the stable formula)."""
+    one = _quaternion_one(R)
+    if one is not None:
+        return one
     M = np.asarray(R, dtype=float)
     if M.ndim >= 2 and M.shape[-2:] == (4, 4):
         M = M[..., :3, :3]
@@ -515,6 +518,40 @@ def quaternion_from_matrix(R):
     quat = np.choose(which[..., None], rows) * s[..., None]
     quat = quat * np.where(quat[..., 3:] < 0.0, -1.0, 1.0)
     return quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+
+
+def _quaternion_one(R):
+    """`quaternion_from_matrix` of one float64 (3, 3) or (4, 4) array on Python floats (the
+    same formulas; ~15 times faster than the array path, whose cost is the fixed cost of
+    its many small operations: a control law calls it every cycle), or None when R is
+    anything else or fails a check (then the array path names the problem)."""
+    if type(R) is not np.ndarray or R.dtype != np.float64 or R.shape not in ((3, 3), (4, 4)):
+        return None
+    rows = R.tolist()
+    m00, m01, m02 = rows[0][:3]
+    m10, m11, m12 = rows[1][:3]
+    m20, m21, m22 = rows[2][:3]
+    M = (m00, m01, m02, m10, m11, m12, m20, m21, m22)
+    if not math.isfinite(sum(M)):
+        return None
+    RtR = _mul((m00, m10, m20, m01, m11, m21, m02, m12, m22), M)
+    if max(abs(v - e) for v, e in zip(RtR, (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))) \
+            > _ORTHONORMAL_TOLERANCE or _det(M) < 0.0:
+        return None
+    candidates = (1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22,
+                  1.0 + m00 + m11 + m22)
+    t = max(candidates)
+    which = candidates.index(t)                       # the first largest, as np.argmax
+    s = 0.5 / math.sqrt(t)
+    d21, d02, d10 = m21 - m12, m02 - m20, m10 - m01
+    s21, s02, s10 = m21 + m12, m02 + m20, m10 + m01
+    quat = ((t, s10, s02, d21), (s10, t, s21, d02), (s02, s21, t, d10),
+            (d21, d02, d10, t))[which]
+    x, y, z, w = (v * s for v in quat)
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    return np.array((x / norm, y / norm, z / norm, w / norm))
 
 
 def matrix_from_quaternion(q_xyzw):
