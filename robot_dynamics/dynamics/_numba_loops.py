@@ -253,10 +253,10 @@ _IDENTITY.setflags(write=False)
 
 def _kinematic_runner(model, name):
     """The one-state runner of a kinematic kernel ('tool_pose': run(q, tool),
-    'jacobian': run(q, tool), 'jacobian_dot_qd': run(q, qd, tool), 'mass_matrix': run(q)); tool None is the
-    identity. None when the kernel does not take the arguments (lists, other dtypes,
-    batches, a tool that is not a proper transform, non-finite states): then
-    `kinematics` / `dynamics` run their own path, with its error messages."""
+    'jacobian': run(q, tool), 'jacobian_dot_qd': run(q, qd, tool), 'mass_matrix': run(q));
+    tool None is the identity. None when the kernel does not take the arguments (lists,
+    other dtypes, batches, a tool that is not a proper transform, non-finite states):
+    then `kinematics` / `dynamics` run their own path, with its error messages."""
     fn = _kernel(name + '_one')
     P, n, empty = packed(model), model.n, np.empty
     identity = _IDENTITY
