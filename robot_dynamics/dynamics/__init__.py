@@ -56,6 +56,9 @@ def set_backend(name):
                       "'generated'", RuntimeWarning, stacklevel=2)
         name = 'generated'
     _backend = name
+    # kinematics (imported by this module, so it cannot import it) reaches the numba
+    # backend's one-state kernels of frames and Jacobians through this dispatcher
+    kinematics._accelerated = _single if name == 'numba' else None
 
 
 def get_backend():
@@ -382,8 +385,13 @@ def mass_matrix(model, q):
 
     One state (a float64 (n,) array or a list of floats) on the default backends: the
     composite-rigid-body algorithm in base coordinates on Python floats
-    (`_mass_matrix_one`); a batch, or the 'reference' backend: n Newton–Euler passes
+    (`_mass_matrix_one`; with 'numba' the same algorithm compiled,
+    `_numba_loops.mass_matrix_one`); a batch, or the 'reference' backend: n Newton–Euler passes
     (`algorithms.mass_matrix_rnea`)."""
+    if _backend == 'numba' and type(q) is np.ndarray and q.ndim == 1:
+        M = _single(model, 'mass_matrix')(q)
+        if M is not None:
+            return M
     if _backend != 'reference':
         M = _mass_matrix_one(model, q)
         if M is not None:

@@ -27,6 +27,10 @@ apply, and the caller then takes its usual path, which gives the reference seman
     forward_dynamics_one(model, q, qd, tau, wrench=None)   q̈ (n,) incl. armature, friction
     rk4_step_one(model, q, qd, tau, dt)                 (q, q̇) after one RK4 step, τ held
     ..._batch(model, ...)  the same on (B, n) arrays (wrench (6,) or (B, 6)) -> (B, n)
+    runner(model, name)    one-state runners, also of the kinematic kernels (KINEMATIC:
+                           the tool frame, its Jacobian, J̇ q̇ and the
+                           composite-rigid-body mass matrix, `kinematics` and
+                           `dynamics.mass_matrix` with the numba backend)
 Inputs: one state as float64 (n,) arrays, a batch as (B, n) arrays, all C-contiguous and
 writable for the fast path (anything else is copied once; a wrong shape returns None).
 None also when an input or the result is not finite, or an articulated inertia is not
@@ -243,6 +247,51 @@ def rk4_step_one(model, q, qd, tau, dt):
     return (out[0], out[1]) if ok else None
 
 
+_IDENTITY = np.eye(4)
+_IDENTITY.setflags(write=False)
+
+
+def _kinematic_runner(model, name):
+    """The one-state runner of a kinematic kernel ('tool_pose': run(q, tool),
+    'jacobian': run(q, tool), 'jacobian_dot_qd': run(q, qd, tool), 'mass_matrix': run(q));
+    tool None is the identity. None when the kernel does not take the arguments (lists,
+    other dtypes, batches, a tool that is not a proper transform, non-finite states):
+    then `kinematics` / `dynamics` run their own path, with its error messages."""
+    fn = _kernel(name + '_one')
+    P, n, empty = packed(model), model.n, np.empty
+    identity = _IDENTITY
+    if name == 'mass_matrix':
+        def run(q):
+            out = empty((n, n))
+            try:
+                ok = fn(P, q, out)
+            except TypeError:
+                return None
+            return out if ok else None
+    elif name == 'jacobian_dot_qd':
+        def run(q, qd, tool=None):
+            out = empty(6)
+            try:
+                ok = fn(P, q, qd, identity if tool is None else tool, out)
+            except TypeError:
+                return None
+            return out if ok else None
+    else:
+        shape = (4, 4) if name == 'tool_pose' else (6, n)
+
+        def run(q, tool=None):
+            out = empty(shape)
+            try:
+                ok = fn(P, q, identity if tool is None else tool, out)
+            except TypeError:
+                return None
+            return out if ok else None
+    return run
+
+
+KINEMATIC = ('tool_pose', 'jacobian', 'jacobian_dot_qd', 'mass_matrix')
+
+
 _ONE_STATE = {'rnea': ('rnea_one', inverse_dynamics_one),
               'rnea_wrench': ('rnea_wrench_one', inverse_dynamics_one),
               'bias': ('bias_one', bias_forces_one),
@@ -260,6 +309,11 @@ def runner(model, name):
     *_one function (copies, None), except a first state that is an array but not 1-D
     (a batch: None at once), because numba's dispatcher takes ~90 µs to refuse
     arguments (its TypeError), ~90 ns per sample of a 1000-sample batch."""
+    if name in KINEMATIC:
+        try:
+            return _kinematic_runner(model, name)
+        except (TypeError, ValueError, RuntimeError):
+            return _none
     entry, general = _ONE_STATE[name]
     slow = functools.partial(general, model)
     try:
@@ -290,6 +344,10 @@ def runner(model, name):
             return slow(*states)
         return out if ok else None
     return run_any
+
+
+def _none(*states):
+    return None
 
 
 def _batch(name, model, arrays):
@@ -345,6 +403,7 @@ def _signature(arrays, ndim):
     return '(' + ', '.join(['float64[:, ::1]'] + [array] * (arrays + 1)) + ')'
 
 
+_TOOL = "Array(float64, 2, 'A', readonly=True)"
 ENTRIES = {'rnea_one': _signature(3, 1), 'rnea_wrench_one': _signature(4, 1),
            'bias_one': _signature(2, 1), 'gravity_one': _signature(1, 1),
            'aba_one': _signature(3, 1), 'aba_wrench_one': _signature(4, 1),
@@ -352,7 +411,13 @@ ENTRIES = {'rnea_one': _signature(3, 1), 'rnea_wrench_one': _signature(4, 1),
            'bias_batch': _signature(2, 2), 'gravity_batch': _signature(1, 2),
            'aba_batch': _signature(3, 2), 'aba_wrench_batch': _signature(4, 2),
            'rk4_one': ('(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64, '
-                       'float64[:, ::1])')}
+                       'float64[:, ::1])'),
+           # the tool: any layout, read-only or not (a law keeps its tool read-only)
+           'tool_pose_one': f'(float64[:, ::1], float64[::1], {_TOOL}, float64[:, ::1])',
+           'jacobian_one': f'(float64[:, ::1], float64[::1], {_TOOL}, float64[:, ::1])',
+           'jacobian_dot_qd_one': (f'(float64[:, ::1], float64[::1], float64[::1], {_TOOL}, '
+                                   'float64[::1])'),
+           'mass_matrix_one': '(float64[:, ::1], float64[::1], float64[:, ::1])'}
 
 
 def _kernel(name):
@@ -1024,11 +1089,301 @@ def rk4_one(P, q, qd, tau, dt, out):
     return True
 
 
+# Kinematics and the joint-space inertia of one state: the body frames in the base first
+# (`poses_into`, into the scratch columns), then the tool frame, its Jacobian, J̇ q̇ or the
+# composite-rigid-body mass matrix from them (as `robot_dynamics.dynamics.kinematics` and
+# `dynamics._mass_matrix_one` on Python floats, which these must match to rounding).
+
+
+def poses_into(P, q, S):
+    """Body i's rotation (row-major) into S[i, 0:9] and origin into S[i, 9:12], base
+    frame: body i = body i-1 · R0_i · Tz(p'_i [+ q_i]) · Rz(θ_i); False if q is not
+    finite."""
+    n = q.shape[0]
+    r0_ = r4 = r8 = 1.0
+    r1 = r2 = r3 = r5 = r6 = r7 = 0.0
+    x = y = z = 0.0
+    check = 0.0
+    for i in range(n):
+        r = P[i]
+        qi = q[i]
+        check += qi
+        a0, a1, a2, a3, a4, a5, a6, a7, a8 = r[0], r[1], r[2], r[3], r[4], r[5], r[6], \
+            r[7], r[8]
+        b0 = r0_ * a0 + r1 * a3 + r2 * a6
+        b1 = r0_ * a1 + r1 * a4 + r2 * a7
+        b2 = r0_ * a2 + r1 * a5 + r2 * a8
+        b3 = r3 * a0 + r4 * a3 + r5 * a6
+        b4 = r3 * a1 + r4 * a4 + r5 * a7
+        b5 = r3 * a2 + r4 * a5 + r5 * a8
+        b6 = r6 * a0 + r7 * a3 + r8 * a6
+        b7 = r6 * a1 + r7 * a4 + r8 * a7
+        b8 = r6 * a2 + r7 * a5 + r8 * a8
+        px, py, pz = r[9], r[10], r[11]
+        if r[14] != 0.0:
+            pz += qi
+            theta = r[12]
+        else:
+            theta = r[12] + qi
+        x += b0 * px + b1 * py + b2 * pz
+        y += b3 * px + b4 * py + b5 * pz
+        z += b6 * px + b7 * py + b8 * pz
+        co = math.cos(theta)
+        si = math.sin(theta)
+        r0_, r1, r2 = co * b0 + si * b1, co * b1 - si * b0, b2
+        r3, r4, r5 = co * b3 + si * b4, co * b4 - si * b3, b5
+        r6, r7, r8 = co * b6 + si * b7, co * b7 - si * b6, b8
+        S[i, 0] = r0_
+        S[i, 1] = r1
+        S[i, 2] = r2
+        S[i, 3] = r3
+        S[i, 4] = r4
+        S[i, 5] = r5
+        S[i, 6] = r6
+        S[i, 7] = r7
+        S[i, 8] = r8
+        S[i, 9] = x
+        S[i, 10] = y
+        S[i, 11] = z
+    return math.isfinite(check * 0.0 + x + y + z)
+
+
+def tool_valid(T):
+    """Whether T (4, 4) is a finite homogeneous transform with a proper rotation (within
+    the tolerance of `kinematics`: |RᵀR − I| ≤ 1e-6, det R ≥ 0)."""
+    if T.shape[0] != 4 or T.shape[1] != 4:
+        return False
+    total = 0.0
+    for i in range(4):
+        for j in range(4):
+            total += T[i, j]
+    if not math.isfinite(total):
+        return False
+    if T[3, 0] != 0.0 or T[3, 1] != 0.0 or T[3, 2] != 0.0 or T[3, 3] != 1.0:
+        return False
+    for i in range(3):
+        for j in range(3):
+            d = T[0, i] * T[0, j] + T[1, i] * T[1, j] + T[2, i] * T[2, j]
+            if abs(d - (1.0 if i == j else 0.0)) > 1e-6:
+                return False
+    det = (T[0, 0] * (T[1, 1] * T[2, 2] - T[1, 2] * T[2, 1])
+           - T[0, 1] * (T[1, 0] * T[2, 2] - T[1, 2] * T[2, 0])
+           + T[0, 2] * (T[1, 0] * T[2, 1] - T[1, 1] * T[2, 0]))
+    return det >= 0.0
+
+
+def tool_frame_into(P, T, S, F):
+    """The tip frame (the last body · (R_tip, p_tip)) times the tool T into F (4, 4), from
+    the body frames in S."""
+    n = P.shape[0] - 1
+    G = P[n]
+    k = n - 1
+    for i in range(3):                       # R = R_n R_tip, p = p_n + R_n p_tip
+        a0, a1, a2 = S[k, 3 * i], S[k, 3 * i + 1], S[k, 3 * i + 2]
+        F[i, 0] = a0 * G[0] + a1 * G[3] + a2 * G[6]
+        F[i, 1] = a0 * G[1] + a1 * G[4] + a2 * G[7]
+        F[i, 2] = a0 * G[2] + a1 * G[5] + a2 * G[8]
+        F[i, 3] = S[k, 9 + i] + a0 * G[9] + a1 * G[10] + a2 * G[11]
+    for i in range(3):                       # p += R t_p, then R = R t_R
+        a0, a1, a2 = F[i, 0], F[i, 1], F[i, 2]
+        F[i, 3] += a0 * T[0, 3] + a1 * T[1, 3] + a2 * T[2, 3]
+        F[i, 0] = a0 * T[0, 0] + a1 * T[1, 0] + a2 * T[2, 0]
+        F[i, 1] = a0 * T[0, 1] + a1 * T[1, 1] + a2 * T[2, 1]
+        F[i, 2] = a0 * T[0, 2] + a1 * T[1, 2] + a2 * T[2, 2]
+    F[3, 0] = 0.0
+    F[3, 1] = 0.0
+    F[3, 2] = 0.0
+    F[3, 3] = 1.0
+
+
+def tool_pose_one(P, q, T, out):
+    """The tool frame (tip frame · T) into out (4, 4); False if it does not apply."""
+    n = P.shape[0] - 1
+    if q.shape[0] != n or out.shape[0] != 4 or out.shape[1] != 4 or not tool_valid(T):
+        return False
+    S = P[:, 32:]
+    if not poses_into(P, q, S):
+        return False
+    tool_frame_into(P, T, S, out)
+    return True
+
+
+def jacobian_into(P, S, tx, ty, tz, out):
+    """Geometric Jacobian (6, n), rows [v; ω], of the point t on the last body."""
+    n = P.shape[0] - 1
+    for j in range(n):
+        zx, zy, zz = S[j, 2], S[j, 5], S[j, 8]
+        if P[j, 14] != 0.0:
+            out[0, j] = zx
+            out[1, j] = zy
+            out[2, j] = zz
+            out[3, j] = 0.0
+            out[4, j] = 0.0
+            out[5, j] = 0.0
+        else:
+            lx, ly, lz = tx - S[j, 9], ty - S[j, 10], tz - S[j, 11]
+            out[0, j] = zy * lz - zz * ly
+            out[1, j] = zz * lx - zx * lz
+            out[2, j] = zx * ly - zy * lx
+            out[3, j] = zx
+            out[4, j] = zy
+            out[5, j] = zz
+
+
+def jacobian_one(P, q, T, out):
+    """The tool frame's geometric Jacobian into out (6, n); False if it does not apply."""
+    n = P.shape[0] - 1
+    if q.shape[0] != n or out.shape[0] != 6 or out.shape[1] != n or not tool_valid(T):
+        return False
+    S = P[:, 32:]
+    if not poses_into(P, q, S):
+        return False
+    F = np.empty((4, 4))
+    tool_frame_into(P, T, S, F)
+    jacobian_into(P, S, F[0, 3], F[1, 3], F[2, 3], out)
+    return True
+
+
+def jacobian_dot_qd_one(P, q, qd, T, out):
+    """J̇ q̇ (6,) of the tool frame's origin: its classical acceleration [a; α] at q̈ = 0
+    (`kinematics._jacobian_dot_qd_one`); False if it does not apply."""
+    n = P.shape[0] - 1
+    if q.shape[0] != n or qd.shape[0] != n or out.shape[0] != 6 or not tool_valid(T):
+        return False
+    check = 0.0
+    for i in range(n):
+        check += qd[i]
+    if not math.isfinite(check):
+        return False
+    S = P[:, 32:]
+    if not poses_into(P, q, S):
+        return False
+    F = np.empty((4, 4))
+    tool_frame_into(P, T, S, F)
+    wx = wy = wz = 0.0
+    bx = by = bz = 0.0                       # α
+    ax = ay = az = 0.0
+    ox = oy = oz = 0.0
+    for i in range(n + 1):
+        if i < n:
+            px, py, pz = S[i, 9], S[i, 10], S[i, 11]
+        else:
+            px, py, pz = F[0, 3], F[1, 3], F[2, 3]
+        rx, ry, rz = px - ox, py - oy, pz - oz
+        cx, cy, cz = wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx
+        ax += (by * rz - bz * ry) + (wy * cz - wz * cy)
+        ay += (bz * rx - bx * rz) + (wz * cx - wx * cz)
+        az += (bx * ry - by * rx) + (wx * cy - wy * cx)
+        if i == n:
+            break
+        s = qd[i]
+        ux, uy, uz = S[i, 2] * s, S[i, 5] * s, S[i, 8] * s
+        if P[i, 14] != 0.0:
+            ux, uy, uz = 2.0 * ux, 2.0 * uy, 2.0 * uz
+            ax += wy * uz - wz * uy
+            ay += wz * ux - wx * uz
+            az += wx * uy - wy * ux
+        else:
+            bx += wy * uz - wz * uy
+            by += wz * ux - wx * uz
+            bz += wx * uy - wy * ux
+            wx += ux
+            wy += uy
+            wz += uz
+        ox, oy, oz = px, py, pz
+    out[0] = ax
+    out[1] = ay
+    out[2] = az
+    out[3] = bx
+    out[4] = by
+    out[5] = bz
+    return True
+
+
+def mass_matrix_one(P, q, out):
+    """M(q) (n, n), armature included, into out: the composite-rigid-body algorithm
+    (Featherstone, RBDA §6.2) in base coordinates (`dynamics._mass_matrix_one`), from the
+    packed inertias about each body's origin: body i about the base origin has first
+    moment m o + R h and inertia R I_o Rᵀ + m (|o|² 1 − o oᵀ) + 2 (o·h') 1 − o h'ᵀ − h' oᵀ
+    (h' = R h, o its origin). False if it does not apply."""
+    n = P.shape[0] - 1
+    if q.shape[0] != n or out.shape[0] != n or out.shape[1] != n:
+        return False
+    S = P[:, 32:]
+    if not poses_into(P, q, S):
+        return False
+    m = hx = hy = hz = 0.0
+    i00 = i01 = i02 = i11 = i12 = i22 = 0.0
+    for i in range(n - 1, -1, -1):
+        r = P[i]
+        R0, R1, R2, R3, R4, R5, R6, R7, R8 = S[i, 0], S[i, 1], S[i, 2], S[i, 3], S[i, 4], \
+            S[i, 5], S[i, 6], S[i, 7], S[i, 8]
+        px, py, pz = S[i, 9], S[i, 10], S[i, 11]
+        mi = r[15]
+        lx, ly, lz = r[16], r[17], r[18]
+        gx = R0 * lx + R1 * ly + R2 * lz             # h' = R h
+        gy = R3 * lx + R4 * ly + R5 * lz
+        gz = R6 * lx + R7 * ly + R8 * lz
+        xx, yy, zz, xy, xz, yz = r[19], r[20], r[21], r[22], r[23], r[24]
+        b0 = R0 * xx + R1 * xy + R2 * xz             # B = R I_o
+        b1 = R0 * xy + R1 * yy + R2 * yz
+        b2 = R0 * xz + R1 * yz + R2 * zz
+        b3 = R3 * xx + R4 * xy + R5 * xz
+        b4 = R3 * xy + R4 * yy + R5 * yz
+        b5 = R3 * xz + R4 * yz + R5 * zz
+        b6 = R6 * xx + R7 * xy + R8 * xz
+        b7 = R6 * xy + R7 * yy + R8 * yz
+        b8 = R6 * xz + R7 * yz + R8 * zz
+        oo = mi * (px * px + py * py + pz * pz) + 2.0 * (px * gx + py * gy + pz * gz)
+        i00 += b0 * R0 + b1 * R1 + b2 * R2 + oo - mi * px * px - 2.0 * px * gx
+        i01 += b0 * R3 + b1 * R4 + b2 * R5 - mi * px * py - px * gy - gx * py
+        i02 += b0 * R6 + b1 * R7 + b2 * R8 - mi * px * pz - px * gz - gx * pz
+        i11 += b3 * R3 + b4 * R4 + b5 * R5 + oo - mi * py * py - 2.0 * py * gy
+        i12 += b3 * R6 + b4 * R7 + b5 * R8 - mi * py * pz - py * gz - gy * pz
+        i22 += b6 * R6 + b7 * R7 + b8 * R8 + oo - mi * pz * pz - 2.0 * pz * gz
+        m += mi
+        hx += mi * px + gx
+        hy += mi * py + gy
+        hz += mi * pz + gz
+        if r[14] != 0.0:
+            wx = wy = wz = 0.0
+            vx, vy, vz = R2, R5, R8
+        else:
+            wx, wy, wz = R2, R5, R8
+            vx, vy, vz = py * R8 - pz * R5, pz * R2 - px * R8, px * R5 - py * R2
+        # S_i into S[i, 0:6] and C_i S_i into S[i, 6:12] (the pose of body i is used up)
+        S[i, 0] = wx
+        S[i, 1] = wy
+        S[i, 2] = wz
+        S[i, 3] = vx
+        S[i, 4] = vy
+        S[i, 5] = vz
+        S[i, 6] = i00 * wx + i01 * wy + i02 * wz + hy * vz - hz * vy
+        S[i, 7] = i01 * wx + i11 * wy + i12 * wz + hz * vx - hx * vz
+        S[i, 8] = i02 * wx + i12 * wy + i22 * wz + hx * vy - hy * vx
+        S[i, 9] = m * vx - hy * wz + hz * wy
+        S[i, 10] = m * vy - hz * wx + hx * wz
+        S[i, 11] = m * vz - hx * wy + hy * wx
+    total = 0.0
+    for k in range(n):
+        for j in range(k + 1):
+            v = (S[j, 0] * S[k, 6] + S[j, 1] * S[k, 7] + S[j, 2] * S[k, 8]
+                 + S[j, 3] * S[k, 9] + S[j, 4] * S[k, 10] + S[j, 5] * S[k, 11])
+            if j == k:
+                v += P[k, 25]
+            out[k, j] = v
+            out[j, k] = v
+            total += v
+    return math.isfinite(total)
+
+
 _KERNELS = (_tanh, _friction, add_friction, r0t, r0, rnea_into, _fits, rnea_one,
             rnea_wrench_one, bias_one, gravity_one,
             _rows_fit, _wrenches_fit, rnea_rows, rnea_batch, rnea_wrench_batch, bias_batch,
             gravity_batch, rot_z_sym, rot_z_gen, rot_sym, rot_gen, aba_into, aba_one,
-            aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one)
+            aba_wrench_one, aba_rows, aba_batch, aba_wrench_batch, rk4_one, poses_into,
+            tool_valid, tool_frame_into, tool_pose_one, jacobian_into, jacobian_one,
+            jacobian_dot_qd_one, mass_matrix_one)
 
 
 def _source_at_import():
