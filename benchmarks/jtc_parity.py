@@ -108,7 +108,7 @@ def run(which, args, folder):
     from rclpy.action import ActionClient
     from control_msgs.action import FollowJointTrajectory
     from robot_dynamics.model import RobotModel
-    from robot_dynamics.nodes.common.layering import layered_parameters
+    from robot_dynamics.parameters.layering import layered_parameters
     files = jtc_yardstick.robot_files('puma560')
     values = layered_parameters(files, '/plant_simulator')
     model = RobotModel.from_yaml(files[0])

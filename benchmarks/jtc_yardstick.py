@@ -42,7 +42,7 @@ sys.path.insert(0, REPO)
 from robot_dynamics import dynamics  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.common import bringup, ros2_control_sim  # noqa: E402
-from robot_dynamics.nodes.common.layering import layered_parameters  # noqa: E402
+from robot_dynamics.parameters.layering import layered_parameters  # noqa: E402
 
 CONFIG = os.path.join(REPO, 'config')
 POINTS = 20

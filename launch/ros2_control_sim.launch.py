@@ -71,7 +71,7 @@ def arm(files):
     """(joints, initial positions) of the plant the files configure."""
     import numpy as np
     from robot_dynamics.model import RobotModel
-    from robot_dynamics.nodes.common.layering import layered_parameters
+    from robot_dynamics.parameters.layering import layered_parameters
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         model = RobotModel.from_yaml(files[0])

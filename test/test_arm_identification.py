@@ -15,7 +15,7 @@ import yaml
 
 pytest.importorskip('scipy')
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from robot_dynamics import dynamics  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel, _flatten  # noqa: E402
 
@@ -540,7 +540,7 @@ def test_held_efforts_are_paired_with_their_interval():
     rate = 100.0
     t = np.arange(int(20.0 * rate) + 1) / rate
     # a piecewise-constant effort sequence and the motion it produces (fine RK4 steps)
-    from robot_dynamics.integration import rk4_step
+    from robot_dynamics.simulation.integration import rk4_step
     q, qd = excitation.sample(0.0)[:2]
     qs, qds, taus = [], [], []
     for k in range(t.size):

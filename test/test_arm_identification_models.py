@@ -19,8 +19,9 @@ import yaml
 pytest.importorskip('scipy')
 pytest.importorskip('cvxpy')
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics import dynamics, lagrange  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.dynamics import lagrange
 from robot_dynamics.control import ComputedTorqueLaw  # noqa: E402
 from robot_dynamics.model import ModelWarning, RobotModel  # noqa: E402
 
@@ -348,7 +349,7 @@ def test_essential_parameters_drop_what_the_data_hardly_see():
 @pytest.fixture(scope='module')
 def bags(tmp_path_factory):
     pytest.importorskip('rosbags')
-    from robot_dynamics.joint_state_bag import write_joint_states
+    from robot_dynamics.identification.recordings import write_joint_states
     folder = tmp_path_factory.mktemp('models')
     prior = preset('puma560')
     true = with_drive(ai.perturbed_model(prior, 0.3, seed=1, **ai.drive_terms(prior)),

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip('scipy')
 pytest.importorskip('cvxpy')
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

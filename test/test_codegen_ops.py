@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import preset_paths, random_chain_params, random_inertia
 
-from robot_dynamics import codegen
+from robot_dynamics.dynamics import codegen
 from robot_dynamics.model import ModelWarning, RobotModel
 
 

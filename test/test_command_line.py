@@ -21,8 +21,8 @@ from rclpy.node import Node
 
 from robot_dynamics import _startup
 from robot_dynamics.nodes import sim
-from robot_dynamics.nodes.common.params_file import (command_line_parameters, node_name_of,
-                                              node_sections, section_applies)
+from robot_dynamics.parameters.params_file import (command_line_parameters, node_name_of,
+                                                   node_sections, section_applies)
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.common.ros_params import ConfigurationError
 from robot_dynamics.nodes.common.runner import logger_name, sections_hint, unknown_parameters

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from robot_dynamics.model import RobotModel
-from robot_dynamics.trajectory import (JointTrajectorySampler, nearest_turn, shortest_angle,
-                                       TrajectoryCommand, TrajectoryPoint)
-from robot_dynamics.trajectory_goal import (GOAL_TOLERANCE_VIOLATED, StateTolerances,
-                                            SUCCESSFUL, TrajectoryGoalMonitor)
-from robot_dynamics.urdf import model_from_urdf, model_to_urdf
+from robot_dynamics.trajectories.sampler import (JointTrajectorySampler, nearest_turn,
+                                                 shortest_angle, TrajectoryCommand,
+                                                 TrajectoryPoint)
+from robot_dynamics.trajectories.goal import (GOAL_TOLERANCE_VIOLATED, StateTolerances, SUCCESSFUL,
+                                              TrajectoryGoalMonitor)
+from robot_dynamics.model.urdf import model_from_urdf, model_to_urdf
 
 TWO_PI = 2.0 * math.pi
 JOINTS = ('j1', 'j2')

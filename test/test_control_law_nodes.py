@@ -15,7 +15,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_dynamics import dynamics, kinematics
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from ros_testing import double, doubles, PUMA, RosHarness, SIM, string

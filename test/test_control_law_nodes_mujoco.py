@@ -13,7 +13,7 @@ mujoco = pytest.importorskip('mujoco')
 
 from rclpy.parameter import Parameter  # noqa: E402
 
-from robot_dynamics import kinematics  # noqa: E402
+from robot_dynamics.dynamics import kinematics  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from ros_testing import doubles, PANDA, RosHarness, SIM_SETTINGS, WALL_LIMIT  # noqa: E402

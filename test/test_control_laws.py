@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from robot_dynamics import dynamics, kinematics, simulation
+from robot_dynamics import dynamics, simulation
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.control import (CartesianImpedanceLaw, CartesianTarget, ComputedTorqueLaw,
                                     EffortRateLimiter, GravityCompensationLaw,
                                     JointImpedanceLaw, validate_target)

@@ -10,7 +10,7 @@ import pytest
 
 mujoco = pytest.importorskip('mujoco')
 
-from robot_dynamics import kinematics  # noqa: E402
+from robot_dynamics.dynamics import kinematics  # noqa: E402
 from robot_dynamics.control import (CartesianImpedanceLaw, CartesianTarget,  # noqa: E402
                                     GravityCompensationLaw, JointImpedanceLaw)
 from benchmark_modules import benchmark_module  # noqa: E402

@@ -16,8 +16,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.managed_controller import ManagedComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.trajectory import (JointTrajectorySampler, TrajectoryCommand,
-                                       TrajectoryPoint, TrajectoryRejected)
+from robot_dynamics.trajectories.sampler import (JointTrajectorySampler, TrajectoryCommand,
+                                                 TrajectoryPoint, TrajectoryRejected)
 from ros_testing import PUMA, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

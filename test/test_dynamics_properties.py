@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from conftest import preset_paths, random_chain_params, random_state, with_backend
 
-from robot_dynamics import dynamics, integration, lagrange
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import integration
+from robot_dynamics.dynamics import lagrange
 from robot_dynamics.model import RobotModel
 
 G = 9.81

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from conftest import preset_paths
-from robot_dynamics import dynamics, engines, integration
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import engines, integration
 from robot_dynamics.model import ModelWarning, RobotModel
-import robot_dynamics.urdf  # noqa: F401  (registers robot.source urdf)
+import robot_dynamics.model.urdf  # noqa: F401  (registers robot.source urdf)
 
 mujoco = pytest.importorskip('mujoco')
-from robot_dynamics import mujoco_engine as me  # noqa: E402
+from robot_dynamics.simulation import mujoco_engine as me  # noqa: E402
 
 URDFS = {'ur5': ('test/data/ur5.urdf', 'base_link', 'tool0'),
          'skewed': ('test/data/skewed_arm.urdf', 'world', 'tool')}

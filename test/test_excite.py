@@ -17,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.excite import excitation_command, IdentificationSteps, parse_arguments
-from robot_dynamics.trajectory import TrajectoryCommand
+from robot_dynamics.trajectories.sampler import TrajectoryCommand
 from ros_testing import PUMA, REPO, RosHarness
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

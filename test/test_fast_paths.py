@@ -15,7 +15,9 @@ import pytest
 from conftest import (REPO, assert_same, both, preset_paths, random_chain_params, random_state,
                       with_backend)
 
-from robot_dynamics import codegen, dynamics, integration
+from robot_dynamics.dynamics import codegen
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import integration
 from robot_dynamics.model import ModelWarning, RobotModel
 
 
@@ -230,7 +232,7 @@ def _warm(model, rng):
 
 
 def _urdf_model():
-    from robot_dynamics.urdf import model_from_urdf
+    from robot_dynamics.model.urdf import model_from_urdf
     with open(os.path.join(REPO, 'test', 'data', 'ur5.urdf'), encoding='utf-8') as stream:
         return model_from_urdf(stream.read(), tip_link='tool0')
 
@@ -313,7 +315,7 @@ def test_model_with_compiled_kernels_pickles_and_recompiles(rng):
 def test_numba_payload_change_compiles_nothing_and_uses_the_new_payload(
         monkeypatch, tmp_path, rng):
     pytest.importorskip('numba')
-    from robot_dynamics import _numba_loops
+    from robot_dynamics.dynamics import _numba_loops
     monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(tmp_path))
     model = _two_link()
     q, qd, qdd = random_state(rng, 2)
@@ -372,7 +374,7 @@ def _two_link():
 
 
 def test_numba_requested_without_numba_warns_and_stays_generated(monkeypatch, rng):
-    from robot_dynamics import _fast_numba
+    from robot_dynamics.dynamics import _fast_numba
     monkeypatch.setattr(_fast_numba, 'numba', None)
     previous = dynamics.get_backend()
     try:
@@ -437,7 +439,7 @@ def test_numba_one_state_accepts_any_input_kind_and_compiles_nothing_more(
     lists, ints, float32, strided and read-only arrays are copied once, with the same
     answer, and a wrong length still raises the general path's error."""
     pytest.importorskip('numba')
-    from robot_dynamics import _numba_loops
+    from robot_dynamics.dynamics import _numba_loops
     monkeypatch.setenv('ROBOT_DYNAMICS_CACHE', str(tmp_path))
     model = _two_link()
     q, qd, qdd = random_state(rng, 2)

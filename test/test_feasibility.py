@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from robot_dynamics import dynamics
-from robot_dynamics.feasibility import (check_reference, MAX_SAMPLES, plan_samples,
-                                        sample_reference, scaled_command)
+from robot_dynamics.trajectories.feasibility import (check_reference, MAX_SAMPLES, plan_samples,
+                                                     sample_reference, scaled_command)
 from robot_dynamics.model import RobotModel
-from robot_dynamics.profiles import sample_profile
-from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.trajectories.profiles import sample_profile
+from robot_dynamics.trajectories.sampler import JointTrajectorySampler
 from ros_testing import PUMA, REPO
 
 PANDA = f'{REPO}/config/panda.yaml'
@@ -134,7 +134,7 @@ def test_a_plan_without_interpolation_is_checked_at_its_points():
     sampler = JointTrajectorySampler(JOINTS, interpolation_method='none')
     start = np.zeros(6)
     sampler.hold(start, 1.0)
-    from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+    from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
     accelerations = [0.0, 200.0, 0.0, 0.0, 0.0, 0.0]     # a step the motors cannot make
     command = TrajectoryCommand(tuple(JOINTS), (
         TrajectoryPoint(0.1, tuple(start + 0.01), (0.0,) * 6, tuple(accelerations)),

@@ -7,7 +7,7 @@ duration."""
 import numpy as np
 import pytest
 
-from robot_dynamics.profiles import sample_profile
+from robot_dynamics.trajectories.profiles import sample_profile
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 

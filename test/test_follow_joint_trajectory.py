@@ -37,7 +37,7 @@ from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint,  # noqa:
 from robot_dynamics.nodes.trajectories import follow_joint_trajectory  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
-from robot_dynamics.profiles import sample_profile  # noqa: E402
+from robot_dynamics.trajectories.profiles import sample_profile  # noqa: E402
 from ros_testing import lockstep_loop, PUMA, REPO, RosHarness, SIM  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

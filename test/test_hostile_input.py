@@ -21,12 +21,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_dynamics import profiles
+from robot_dynamics.trajectories import profiles
 from robot_dynamics.nodes import sim
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from robot_dynamics.trajectory import JointTrajectorySampler, TrajectoryCommand
-from robot_dynamics.trajectory import TrajectoryRejected
+from robot_dynamics.trajectories.sampler import JointTrajectorySampler, TrajectoryCommand
+from robot_dynamics.trajectories.sampler import TrajectoryRejected
 from ros_testing import PUMA, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

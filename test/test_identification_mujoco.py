@@ -19,8 +19,9 @@ mujoco = pytest.importorskip('mujoco')
 pytest.importorskip('scipy')
 pytest.importorskip('rosbags')
 
-from robot_dynamics import dynamics, urdf  # noqa: E402
-from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from robot_dynamics import dynamics  # noqa: E402
+from robot_dynamics.model import urdf
+from robot_dynamics.identification.recordings import read_joint_states  # noqa: E402
 from benchmark_modules import benchmark_module  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -149,7 +150,7 @@ def test_identify_estimate_on_a_mujoco_arm(tmp_path, name, rate, friction):
     where it is more than 10 % off; and within 3 % of MuJoCo's applied torques at the
     exact states on every joint."""
     pytest.importorskip('cvxpy')
-    from robot_dynamics import arm_identification as ai
+    from robot_dynamics.identification import arm as ai
     from robot_dynamics.nodes.identify import pieces, prior_model
     effects = rr.Effects(rate=rate)
     arm, estimation, validation = mr.recordings(name, 15.0, 8.0, effects, seed=2)

@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip('scipy')
 pytest.importorskip('rosbags')
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import read_joint_states  # noqa: E402
 from benchmark_modules import benchmark_module  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,7 +200,7 @@ def test_identify_estimate_on_a_bag_without_velocities(tmp_path):
     velocities and accelerations from the positions, says so, and still meets the
     robot-file target on held-out data."""
     pytest.importorskip('cvxpy')
-    from robot_dynamics.joint_state_bag import JointStateBagWriter
+    from robot_dynamics.identification.recordings import JointStateBagWriter
     plant, estimation, validation = rr.recordings('puma560', 15.0, 8.0,
                                                   rr.Effects(rate=500.0), seed=3)
     for name, recording in (('excitation', estimation), ('validation', validation)):

@@ -12,9 +12,9 @@ import yaml
 
 rosbags = pytest.importorskip('rosbags')
 
-from robot_dynamics.joint_state_bag import (BagError, JOINT_STATE_TYPE,  # noqa: E402
-                                            JointStateBagWriter, read_joint_states,
-                                            write_joint_states)
+from robot_dynamics.identification.recordings import (BagError, JOINT_STATE_TYPE,
+                                                      JointStateBagWriter, read_joint_states,
+                                                      write_joint_states)
 from robot_dynamics.nodes.identify import held_out  # noqa: E402
 
 JOINTS = ('joint_1', 'joint_2', 'joint_3')

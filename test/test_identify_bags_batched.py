@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip('rosbags')
 
-from robot_dynamics import joint_state_bag  # noqa: E402
-from robot_dynamics.joint_state_bag import (BagError, JOINT_STATE_TYPE,  # noqa: E402
-                                            JointStateBagWriter, read_joint_states)
+from robot_dynamics.identification import recordings as joint_state_bag  # noqa: E402
+from robot_dynamics.identification.recordings import (BagError, JOINT_STATE_TYPE,
+                                                      JointStateBagWriter, read_joint_states)
 
 JOINTS = ('joint_1', 'joint_2', 'joint_3')
 OTHERS = ('other_1', 'other_2', 'other_3')       # names of the same byte length

@@ -12,12 +12,12 @@ import yaml
 
 pytest.importorskip('rosbags')
 
-from robot_dynamics.joint_state_bag import JointStateBagWriter, write_joint_states  # noqa: E402
+from robot_dynamics.identification.recordings import (JointStateBagWriter, write_joint_states)  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import (layered_parameters, main,  # noqa: E402
                                            parameter_file_text, parse_arguments, prior_model,
                                            yaml_value)
-from robot_dynamics.nodes.common.params_file import check_params_file  # noqa: E402
+from robot_dynamics.parameters.params_file import check_params_file  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUMA = os.path.join(REPO, 'config', 'puma560.yaml')
@@ -337,7 +337,7 @@ def test_repeated_params_files_are_all_layered_and_the_hint_repeats_them(tmp_pat
 def test_node_sections_match_as_the_nodes_match_them(tmp_path, section, applies):
     """One matching for identify and the nodes (rcl's wildcards): identify applies a
     section exactly when the nodes' own matching says it applies to the controller."""
-    from robot_dynamics.nodes.common.params_file import section_applies
+    from robot_dynamics.parameters.params_file import section_applies
     extra = tmp_path / 'extra.yaml'
     extra.write_text(f'{section}:\n  ros__parameters:\n    robot:\n      mass: [0.0, 21.0, '
                      '4.8, 0.82, 0.34, 0.09]\n')
@@ -407,7 +407,7 @@ def test_the_written_file_addresses_the_controller_not_the_plant(tmp_path, capsy
     """Loaded into a simulation after the robot file, the identified values reach the
     controller and leave the plant as the robot file makes it; --output-section /** for
     every node."""
-    from robot_dynamics.nodes.common.params_file import section_applies
+    from robot_dynamics.parameters.params_file import section_applies
     write_bag(tmp_path / 'bag')
     output = tmp_path / 'out.yaml'
     code, out, err = run_estimate(capsys, '--params-file', PUMA, '--bag', str(tmp_path / 'bag'),

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip('scipy')
 pytest.importorskip('cvxpy')
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
 from test_arm_identification_models import open_loop, preset, with_drive  # noqa: E402, I100
 
 NOISE = (1e-4, 0.002, 0.005)
@@ -73,7 +73,7 @@ def test_identify_estimate_without_flags_says_what_it_chose(panda, tmp_path, cap
     pytest.importorskip('rosbags')
     import os
     import yaml
-    from robot_dynamics.joint_state_bag import write_joint_states
+    from robot_dynamics.identification.recordings import write_joint_states
     from robot_dynamics.nodes.identify import main
     from test_arm_identification_models import REPO
     prior, rigid, excitation, _ = panda

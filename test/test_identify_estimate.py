@@ -18,8 +18,9 @@ pytest.importorskip('rosbags')
 pytest.importorskip('scipy')
 pytest.importorskip('cvxpy')
 
-from robot_dynamics import arm_identification as ai, dynamics  # noqa: E402
-from robot_dynamics.joint_state_bag import write_joint_states  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics import dynamics
+from robot_dynamics.identification.recordings import write_joint_states  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import main, prior_model  # noqa: E402
 

@@ -30,14 +30,14 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import read_joint_states  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.identify import main as identify  # noqa: E402
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
-from robot_dynamics.profiles import sample_profile  # noqa: E402
+from robot_dynamics.trajectories.profiles import sample_profile  # noqa: E402
 from ros_testing import PUMA, REPO, RosHarness  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

@@ -21,8 +21,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from robot_dynamics import dynamics  # noqa: E402
 from robot_dynamics.model import RobotModel  # noqa: E402
-from robot_dynamics.motion_limits import (acceleration_limits, first_violation,  # noqa: E402
-                                          link_point_names, link_points, Workspace)
+from robot_dynamics.identification.motion_limits import (acceleration_limits, first_violation,
+                                                         link_point_names, link_points, Workspace)
 from robot_dynamics.nodes.identify import main as identify  # noqa: E402
 from ros_testing import PUMA  # noqa: E402
 
@@ -329,7 +329,7 @@ def test_velocity_and_acceleration_violations_name_the_joint_and_time():
 def test_optimal_excitation_keeps_every_sample_within_its_constraint():
     """The Python API: a constraint on the positions (here: joint 2 + joint 3 stays below
     a bound the free motion exceeds) holds on a fine grid; one the start breaks is refused."""
-    from robot_dynamics.arm_identification import optimal_excitation
+    from robot_dynamics.identification.arm import optimal_excitation
     model = puma()
     start = np.array(START)
     free = optimal_excitation(model, 4.0, start, iterations=0)

@@ -24,7 +24,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.task import Future  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robot_dynamics.joint_state_bag import read_joint_states  # noqa: E402
+from robot_dynamics.identification.recordings import read_joint_states  # noqa: E402
 from ros_testing import ProcessOutput, PUMA, REPO, RosHarness  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

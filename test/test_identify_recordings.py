@@ -23,9 +23,9 @@ pytest.importorskip('scipy')
 from hypothesis import (example, given, HealthCheck, Phase, settings,  # noqa: E402
                         strategies as st)
 
-from robot_dynamics import arm_identification as ai  # noqa: E402
-from robot_dynamics.joint_state_bag import (BagError, JointStateBagWriter,  # noqa: E402
-                                            read_joint_states)
+from robot_dynamics.identification import arm as ai  # noqa: E402
+from robot_dynamics.identification.recordings import (BagError, JointStateBagWriter,
+                                                      read_joint_states)
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.identify import pieces  # noqa: E402
 from test_identify_cli import estimate_in_a_child  # noqa: E402, I100
@@ -464,7 +464,7 @@ def test_the_direct_decoder_reads_what_rosbags_reads(frame, names, sizes, sec, n
     """Any JointState (names of any length and script, arrays of any sizes): the direct
     CDR reading gives rosbags' decoding, with or without the names already known."""
     from rosbags.typesys import get_typestore, Stores
-    from robot_dynamics.joint_state_bag import _decode, JOINT_STATE_TYPE
+    from robot_dynamics.identification.recordings import _decode, JOINT_STATE_TYPE
     store = get_typestore(Stores.ROS2_JAZZY)
     types = store.types
     rng = np.random.default_rng(seed)

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip('rosbags')
 from robot_dynamics import dynamics  # noqa: E402
-from robot_dynamics.joint_state_bag import (BagError, JointStateBagWriter,  # noqa: E402
-                                            read_joint_states)
+from robot_dynamics.identification.recordings import (BagError, JointStateBagWriter,
+                                                      read_joint_states)
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes import identify  # noqa: E402
 from test_identify_cli import JOINTS, PUMA, run_estimate  # noqa: E402, I100

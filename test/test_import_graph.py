@@ -118,3 +118,38 @@ def test_the_core_imports_neither_the_nodes_nor_rclpy():
     ros = {name: sorted(t for t in external[name] if t.split('.')[0] in ('rclpy',))
            for name in core}
     assert not any(ros.values()), {k: v for k, v in ros.items() if v}
+
+
+def test_the_package_imports_its_modules_by_their_new_names():
+    """The old flat names (robot_dynamics._moved) are kept for users' code; the package
+    itself imports its modules where they live."""
+    _, external = graph()
+    old = set(MOVED) | set(SPLIT)
+    users = {name: sorted(t for t in targets if t in old or any(
+        t.startswith(o + '.') for o in old)) for name, targets in external.items()}
+    assert not any(users.values()), {k: v for k, v in users.items() if v}
+
+
+# the packages of the core, lowest first: a module imports only its own package's modules
+# and those of packages below it (function-local imports included)
+LAYERS = (('parameters',), ('model',), ('dynamics',), ('control', 'trajectories'),
+          ('simulation',), ('identification',), ('nodes',))
+
+
+def layer(name):
+    parts = name.split('.')
+    if len(parts) < 2:
+        return None
+    for level, packages in enumerate(LAYERS):
+        if parts[1] in packages:
+            return level
+    return None
+
+
+def test_no_package_imports_one_above_it():
+    edges, _ = graph()
+    climbing = {name: sorted(t for t in targets
+                             if layer(t) is not None and layer(name) is not None
+                             and layer(t) > layer(name))
+                for name, targets in edges.items()}
+    assert not any(climbing.values()), {k: v for k, v in climbing.items() if v}

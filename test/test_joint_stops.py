@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from robot_dynamics import dynamics, integration
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import integration
 from robot_dynamics.model import RobotModel
 
 PUMA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'config',

@@ -36,7 +36,7 @@ from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E4
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from robot_dynamics.nodes.common.ros_params import ConfigurationError  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
-from robot_dynamics.profiles import sample_profile  # noqa: E402
+from robot_dynamics.trajectories.profiles import sample_profile  # noqa: E402
 from ros_testing import PUMA, RosHarness, SIM  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')

@@ -25,9 +25,10 @@ import pytest
 import yaml
 
 from conftest import preset_paths, random_chain_params, random_rotation
-from robot_dynamics import dynamics, kinematics
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import model_from_urdf, model_to_urdf
+from robot_dynamics.model.urdf import model_from_urdf, model_to_urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'test', 'data')

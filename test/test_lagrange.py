@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from conftest import preset_paths, random_chain_params, random_inertia, random_state
 
-from robot_dynamics import dynamics, lagrange
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import lagrange
 from robot_dynamics.model import RobotModel
 
 MASKS = [(0, 0, 0, 0, 0, 0), (0, 1, 0, 0, 1, 0), (1, 0, 1, 1), (1, 1, 0), (0, 0, 1, 0, 0, 0, 1),

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from robot_dynamics.nodes.common import bringup
-from robot_dynamics.urdf import parse_urdf
+from robot_dynamics.model.urdf import parse_urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_FILES = sorted(glob.glob(os.path.join(REPO, 'launch', '*.py')))
@@ -316,7 +316,7 @@ def test_managed_launch_configures_and_activates_by_default(fake_launch):
 def given_parameters(node, name=None):
     """{parameter: value} a launch file's node gets from its `parameters` (files as rcl
     reads them for the node's name, dicts as they are), in order."""
-    from robot_dynamics.nodes.common.layering import layered_parameters, node_fqn
+    from robot_dynamics.parameters.layering import layered_parameters, node_fqn
     fqn = node_fqn(name or node.kwargs['name'], node.kwargs.get('namespace', ''))
     values = {}
     for entry in node.kwargs['parameters']:
@@ -467,7 +467,7 @@ def test_a_launch_file_passes_a_file_rcl_would_refuse_on_as_it_is(fake_launch, t
 
 def test_a_missing_parameter_file_stops_the_launch_with_one_line(fake_launch, tmp_path):
     """launch_ros would skip it with a warning and start the node without it."""
-    from robot_dynamics.nodes.common.params_file import ParamsFileError
+    from robot_dynamics.parameters.params_file import ParamsFileError
     module = fake_launch(MANAGED_LAUNCH)
     missing = str(tmp_path / 'nowhere.yaml')
     with pytest.raises(ParamsFileError, match=f'params file {missing}: no such file'):
@@ -785,7 +785,7 @@ def test_sim_launch_layers_the_derived_move_and_the_robots_own_demo_file(
     then the node settings (in that order: later files win); the move has the arm's joint
     count, and the PUMA's own demo file wins over the derived move."""
     import tempfile
-    from robot_dynamics.nodes.common.layering import layered_parameters
+    from robot_dynamics.parameters.layering import layered_parameters
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     module = fake_launch(SIM_LAUNCH)
     defaults = {first_string(c): keyword(c, 'default_value')

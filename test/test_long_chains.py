@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from conftest import assert_same, both, random_chain_params, random_state, with_backend
 
-from robot_dynamics import codegen, dynamics, integration
+from robot_dynamics.dynamics import codegen
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import integration
 from robot_dynamics.model import RobotModel
 
 N = 40

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-from robot_dynamics import model, urdf
+from robot_dynamics import model
+from robot_dynamics.model import urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -62,8 +63,8 @@ def test_params_file_is_below_layering_with_no_import_back():
     assert 'robot_dynamics.parameters.params_file' in imported_modules(layering)
     for name in ('section_matches', 'layered_origin'):
         assert getattr(layering, name) is getattr(params_file, name)
-    from robot_dynamics.nodes.common import layering as old_layering
-    from robot_dynamics.nodes.common import params_file as old_params_file
+    from robot_dynamics.parameters import layering as old_layering
+    from robot_dynamics.parameters import params_file as old_params_file
     assert old_layering is layering and old_params_file is params_file
 
 

@@ -23,7 +23,8 @@ pytest.importorskip('mujoco')
 
 from ros_testing import PANDA  # noqa: E402,I100 - sets ROS_DOMAIN_ID
 
-from robot_dynamics import arm_identification, engines  # noqa: E402
+from robot_dynamics.identification import arm as arm_identification  # noqa: E402
+from robot_dynamics.simulation import engines
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes import sim  # noqa: E402
 

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from robot_dynamics import profiles, simulation
+from robot_dynamics.trajectories import profiles
+from robot_dynamics import simulation
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes import sim
 from ros_testing import PUMA, REPO, RosHarness, SIM

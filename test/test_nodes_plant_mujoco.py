@@ -14,7 +14,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics import dynamics, engines
+from robot_dynamics import dynamics
+from robot_dynamics.simulation import engines
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.plant import PlantSimulator
 from ros_testing import PUMA, REPO, RosHarness, WALL_LIMIT, WIDE_LIMITS

@@ -21,7 +21,7 @@ from conftest import REPO, preset_paths, random_chain_params, random_state
 from robot_dynamics import dynamics
 from robot_dynamics.dynamics import _numba_loops, kinematics
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import model_from_urdf
+from robot_dynamics.model.urdf import model_from_urdf
 
 TOL = 1e-12
 

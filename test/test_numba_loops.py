@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from conftest import REPO, preset_paths, random_chain_params, random_state
 
-from robot_dynamics import _numba_loops, dynamics
+from robot_dynamics.dynamics import _numba_loops
+from robot_dynamics import dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import model_from_urdf, model_to_urdf
+from robot_dynamics.model.urdf import model_from_urdf, model_to_urdf
 
 RTOL = 1e-9
 
@@ -367,7 +368,7 @@ def test_plain_python_kernels_match_reference(rng):
 
 _PROBE = """
 import numpy as np
-from robot_dynamics import _numba_loops
+from robot_dynamics.dynamics import _numba_loops
 from robot_dynamics.model import RobotModel
 model = RobotModel.from_params({params!r})
 print(_numba_loops.gravity_torques_one(model, np.array({q!r})).tolist())
@@ -405,7 +406,7 @@ def _listdir(path):
 
 @pytest.mark.parametrize('model', MODELS)
 def test_rk4_step_matches_reference(loops, model, rng):
-    from robot_dynamics import integration
+    from robot_dynamics.simulation import integration
     q, qd, _ = random_state(rng, model.n)
     tau = rng.normal(scale=5.0, size=model.n)
     fast = loops.rk4_step_one(model, q, qd, tau, 1e-3)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import REPO, random_chain_params
 
-from robot_dynamics import codegen, dynamics
+from robot_dynamics.dynamics import codegen
+from robot_dynamics import dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
 
 HALF_PI = math.pi / 2.0

@@ -155,7 +155,8 @@ def test_a_renamed_parameter_would_be_caught(monkeypatch):
 def test_the_tables_choices_are_the_cores():
     """The tables list the choices of the core's own tuples (they do not import the core,
     which imports them)."""
-    from robot_dynamics import engines, integration, trajectory
+    from robot_dynamics.simulation import engines, integration
+    from robot_dynamics import trajectory
     from robot_dynamics.nodes.common import effort_command
     from robot_dynamics.parameters import controller, plant
     assert plant.COMMAND_MESSAGES == effort_command.COMMAND_MESSAGES

@@ -21,9 +21,8 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.node import Node
 from rclpy.parameter import parameter_value_to_python
 
-from robot_dynamics.nodes.common import layering
-from robot_dynamics.nodes.common.params_file import (check_params_file, node_sections,
-                                                     ParamsFileError)
+from robot_dynamics.parameters import layering
+from robot_dynamics.parameters.params_file import check_params_file, node_sections, ParamsFileError
 
 CONTROLLER = 'computed_torque_controller'
 
@@ -334,7 +333,7 @@ def test_an_error_about_a_layered_value_names_the_users_file_not_the_layered_one
     """A launch file gives each node one layered file in the temporary folder; a bad value
     in it is traced back to the user's file it came from (or to the launch arguments),
     and the comments that record it change nothing rcl reads."""
-    from robot_dynamics.nodes.common.params_file import error_source
+    from robot_dynamics.parameters.params_file import error_source
     robot = write_sections(tmp_path / 'panda # robot.yaml',
                            [('/**', {'kd': [1.0, 2.0], 'joints': ['a', 'b']})])
     mine = write_sections(tmp_path / 'mine.yaml',

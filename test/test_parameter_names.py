@@ -78,7 +78,7 @@ def test_a_misspelt_shared_key_is_named_with_the_closest_name(tmp_path, node_cla
 def test_a_misspelt_shared_key_layered_by_a_launch_file_names_the_users_file(tmp_path):
     """A launch file gives the node one layered file in the temporary folder: the warning
     names the user's file the key came from, not that one."""
-    from robot_dynamics.nodes.common.layering import write_layered_file
+    from robot_dynamics.parameters.layering import write_layered_file
     shared = tmp_path / 'shared.yaml'
     shared.write_text(SHARED_KEYS)
     merged = write_layered_file([PUMA, str(shared)], '/computed_torque_controller')
@@ -193,7 +193,7 @@ def test_no_shipped_file_has_a_key_that_no_node_declares(name):
     for the package's nodes (robot.* aside: the model checks those) is declared by some
     node of the package. Sections for other nodes (ros2_control's controller_manager and
     controllers in the ros2_control example files) are theirs."""
-    from robot_dynamics.nodes.common.params_file import node_sections, section_applies
+    from robot_dynamics.parameters.params_file import node_sections, section_applies
     ours = ('/computed_torque_controller', '/plant_simulator', '/demo_move')
     sections = node_sections(os.path.join(REPO, 'config', name))
     assert sections

@@ -18,7 +18,7 @@ from rclpy.node import Node
 from rclpy.parameter import PARAMETER_SEPARATOR_STRING, parameter_value_to_python
 
 from robot_dynamics.nodes.controller import ComputedTorqueController, NODE_NAME
-from robot_dynamics.nodes.common.params_file import check_params_file
+from robot_dynamics.parameters.params_file import check_params_file
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 CONTROLLER = '/' + NODE_NAME

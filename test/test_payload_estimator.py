@@ -26,7 +26,7 @@ def load(name):
 def zero_order_hold_samples(plant, t, tau_of_state, q0, substeps=10):
     """Samples (t_k, q_k, q̇_k, τ_k) of an open-loop plant driven by a held effort,
     integrated exactly enough (RK4, `substeps` per period) to test the estimator alone."""
-    from robot_dynamics.integration import rk4_step
+    from robot_dynamics.simulation.integration import rk4_step
     q, qd = np.array(q0, dtype=float), np.zeros(plant.n)
     out = []
     for k in range(len(t) - 1):

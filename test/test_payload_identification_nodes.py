@@ -27,7 +27,7 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.excite import ExcitationSender, parse_arguments
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.send_trajectory import trajectory_message
-from robot_dynamics.profiles import sample_profile
+from robot_dynamics.trajectories.profiles import sample_profile
 from ros_testing import PUMA, REPO, RosHarness
 from test_examples import load_example
 

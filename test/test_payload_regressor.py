@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from conftest import REPO, random_chain_params, random_inertia, random_state, urdf6
-from robot_dynamics import algorithms, dynamics
+from robot_dynamics.dynamics import algorithms
+from robot_dynamics import dynamics
 from robot_dynamics.identification import (payload_from_parameters, payload_parameters,
                                            payload_regressor)
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import model_from_urdf
+from robot_dynamics.model.urdf import model_from_urdf
 
 
 def load(name):

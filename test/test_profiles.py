@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
-from robot_dynamics.profiles import PROFILES, quintic, sample_profile, trapezoid
+from robot_dynamics.trajectories.profiles import PROFILES, quintic, sample_profile, trapezoid
 
 Q_START = np.array([0.3, -1.2, 0.0, 2.0])
 Q_GOAL = np.array([1.1, -1.5, 0.7, 2.0])       # includes a joint that does not move

@@ -59,7 +59,7 @@ def launch_nodes(load, robot_file, installed, monkeypatch, **arguments):
 
 def node_values(node):
     """{parameter: value} a launched node gets (files layered for its name, then dicts)."""
-    from robot_dynamics.nodes.common.layering import layered_parameters
+    from robot_dynamics.parameters.layering import layered_parameters
     values = {}
     for entry in node.kwargs['parameters']:
         values.update(entry if isinstance(entry, dict)

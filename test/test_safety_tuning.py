@@ -18,7 +18,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt64
 
-from robot_dynamics import codegen
+from robot_dynamics.dynamics import codegen
 from robot_dynamics.nodes.common import diagnostics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator

@@ -15,8 +15,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_dynamics.nodes.send_trajectory import parse_arguments  # noqa: E402
-from robot_dynamics.profiles import sample_profile  # noqa: E402
-from robot_dynamics.trajectory import TrajectoryCommand  # noqa: E402
+from robot_dynamics.trajectories.profiles import sample_profile  # noqa: E402
+from robot_dynamics.trajectories.sampler import TrajectoryCommand  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREFIX = f'/send_trajectory_test_{os.getpid()}'

@@ -198,7 +198,7 @@ def test_the_puma_demo_file_holds_lees_move_and_gains():
 
 
 def test_the_derived_file_is_a_parameter_file_rcl_reads_with_the_robot_file_after_it():
-    from robot_dynamics.nodes.common.params_file import check_params_file, node_sections
+    from robot_dynamics.parameters.params_file import check_params_file, node_sections
     path = demo_plan.write_derived_parameters(os.path.join(CONFIG, 'panda.yaml'))
     try:
         check_params_file(path)

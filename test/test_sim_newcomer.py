@@ -20,10 +20,11 @@ import pytest
 from sensor_msgs.msg import JointState
 
 from ros_testing import PUMA, REPO, RosHarness   # noqa: I100 - sets ROS_DOMAIN_ID first
-from robot_dynamics import dynamics, model_checks
+from robot_dynamics import dynamics
+from robot_dynamics.dynamics import checks as model_checks
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes import sim
-from robot_dynamics.urdf import model_from_urdf
+from robot_dynamics.model.urdf import model_from_urdf
 
 TIMEOUT = 180    # s: a safety net against hangs, not a timing assertion
 CONFIG = os.path.join(REPO, 'config')

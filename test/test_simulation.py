@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from robot_dynamics import dynamics, simulation
-from robot_dynamics.integration import rk4_step
+from robot_dynamics.simulation.integration import rk4_step
 from robot_dynamics.model import RobotModel
 
 

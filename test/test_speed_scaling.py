@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from robot_dynamics.speed_scaling import check_factor, MAX_RAMPS, ScaledTime
-from robot_dynamics.trajectory import (deceleration_plan, JointTrajectorySampler,
-                                       OutsideTrajectory, TrajectoryCommand, TrajectoryPoint)
+from robot_dynamics.trajectories.speed_scaling import check_factor, MAX_RAMPS, ScaledTime
+from robot_dynamics.trajectories.sampler import (deceleration_plan, JointTrajectorySampler,
+                                                 OutsideTrajectory, TrajectoryCommand,
+                                                 TrajectoryPoint)
 
 JOINTS = ('j1', 'j2')
 Q0 = np.array([0.2, -0.3])
@@ -266,7 +267,7 @@ def test_a_future_stamp_is_waited_for_in_trajectory_time_as_jtc_does():
 
 
 def test_a_trajectory_that_ends_in_the_past_is_judged_on_the_clock():
-    from robot_dynamics.trajectory import EndsInThePast
+    from robot_dynamics.trajectories.sampler import EndsInThePast
     s = sampler(speed_scaling_factor=0.1)
     with pytest.raises(EndsInThePast):
         s.accept(move(1.0, start=NOW - 2.0), NOW)

@@ -24,7 +24,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.common.ros_params import ConfigurationError  # noqa: E402
-from robot_dynamics.speed_scaling import DEFAULT_RATE_LIMIT  # noqa: E402
+from robot_dynamics.trajectories.speed_scaling import DEFAULT_RATE_LIMIT  # noqa: E402
 from ros_testing import call_service, lockstep_loop, PUMA, RosHarness, SIM  # noqa: E402
 from test_follow_joint_trajectory import (away, CONTROLLER, move,  # noqa: E402,I100
                                           MoveItLikeClient, outcome, run, settle)

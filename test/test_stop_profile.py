@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from robot_dynamics.trajectory import (deceleration_plan, JointTrajectorySampler,
-                                       STOP_RAMP_SHARE, STOP_RAMP_TIME, stop_duration,
-                                       stop_phases, TrajectoryCommand, TrajectoryPoint)
+from robot_dynamics.trajectories.sampler import (deceleration_plan, JointTrajectorySampler,
+                                                 TrajectoryCommand, TrajectoryPoint)
+from robot_dynamics.trajectories.splines import (STOP_RAMP_SHARE, STOP_RAMP_TIME, stop_duration,
+                                                 stop_phases)
 
 RNG = np.random.default_rng(20261127)
 # velocities from 1 µrad/s to 100 rad/s, limits from 0.01 to 100 rad/s², both signs

@@ -13,7 +13,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.nodes.send_trajectory import trajectory_message
-from robot_dynamics.profiles import sample_profile
+from robot_dynamics.trajectories.profiles import sample_profile
 from ros_testing import lockstep_loop
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]

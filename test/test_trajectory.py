@@ -5,9 +5,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from robot_dynamics.trajectory import (
-    clamped_spline_knots, cubic_coefficients, JointTrajectorySampler, OutsideTrajectory,
-    quintic_coefficients, TrajectoryCommand, TrajectoryPoint, TrajectoryRejected)
+from robot_dynamics.trajectories.splines import (clamped_spline_knots, cubic_coefficients,
+                                                 quintic_coefficients)
+from robot_dynamics.trajectories.sampler import (JointTrajectorySampler, OutsideTrajectory,
+                                                 TrajectoryCommand, TrajectoryPoint,
+                                                 TrajectoryRejected)
 
 JOINTS = ('j1', 'j2', 'j3')
 Q0 = np.array([0.1, -0.4, 0.8])

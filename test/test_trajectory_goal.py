@@ -7,15 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from robot_dynamics.profiles import sample_profile
-from robot_dynamics.trajectory import (JointTrajectorySampler, Reference, TrajectoryCommand,
-                                       TrajectoryPoint, TrajectoryRejected)
-from robot_dynamics.trajectory_goal import (GOAL_TOLERANCE_VIOLATED, INVALID_GOAL,
-                                            INVALID_JOINTS, joint_tolerances, JointTolerance,
-                                            OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED,
-                                            rejection_code, resolve_tolerance,
-                                            StateTolerances, SUCCESSFUL,
-                                            TrajectoryGoalMonitor)
+from robot_dynamics.trajectories.profiles import sample_profile
+from robot_dynamics.trajectories.sampler import (JointTrajectorySampler, Reference,
+                                                 TrajectoryCommand, TrajectoryPoint,
+                                                 TrajectoryRejected)
+from robot_dynamics.trajectories.goal import (GOAL_TOLERANCE_VIOLATED, INVALID_GOAL,
+                                              INVALID_JOINTS, joint_tolerances, JointTolerance,
+                                              OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED,
+                                              rejection_code, resolve_tolerance, StateTolerances,
+                                              SUCCESSFUL, TrajectoryGoalMonitor)
 
 JOINTS = ('a', 'b', 'c')
 

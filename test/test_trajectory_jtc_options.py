@@ -8,12 +8,12 @@ code under test."""
 import numpy as np
 import pytest
 
-from robot_dynamics.trajectory import (deceleration_plan, JointTrajectorySampler,
-                                       OutsideTrajectory, Reference, TrajectoryCommand,
-                                       TrajectoryPoint, TrajectoryRejected)
-from robot_dynamics.trajectory_goal import (AccelerationEstimate, GOAL_TOLERANCE_VIOLATED,
-                                            PATH_TOLERANCE_VIOLATED, StateTolerances,
-                                            SUCCESSFUL, TrajectoryGoalMonitor)
+from robot_dynamics.trajectories.sampler import (deceleration_plan, JointTrajectorySampler,
+                                                 OutsideTrajectory, Reference, TrajectoryCommand,
+                                                 TrajectoryPoint, TrajectoryRejected)
+from robot_dynamics.trajectories.goal import (AccelerationEstimate, GOAL_TOLERANCE_VIOLATED,
+                                              PATH_TOLERANCE_VIOLATED, StateTolerances, SUCCESSFUL,
+                                              TrajectoryGoalMonitor)
 
 JOINTS = ('j1', 'j2', 'j3')
 Q0 = np.array([0.1, -0.4, 0.8])

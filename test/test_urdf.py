@@ -20,8 +20,8 @@ import yaml
 from conftest import preset_paths, random_chain_params, random_state
 from robot_dynamics import dynamics
 from robot_dynamics.model import ModelWarning, RobotModel
-from robot_dynamics.urdf import (main, matrix_rpy, model_from_urdf, model_to_urdf, rpy_matrix,
-                                 urdf_from_parameter_file)
+from robot_dynamics.model.urdf import (main, matrix_rpy, model_from_urdf, model_to_urdf,
+                                       rpy_matrix, urdf_from_parameter_file)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, 'test', 'data')

@@ -12,8 +12,7 @@ import pytest
 from ros_testing import edited_puma_file, PUMA, REPO   # noqa: I100 - sets ROS_DOMAIN_ID
 
 from robot_dynamics.nodes.common import bringup
-from robot_dynamics.nodes.common.params_file import (
-    check_params_file, params_files, ParamsFileError)
+from robot_dynamics.parameters.params_file import check_params_file, params_files, ParamsFileError
 
 TIMEOUT = 120    # s: a safety net against hangs, not a timing assertion
 

@@ -53,7 +53,7 @@ from robot_dynamics.identification import ExcitationWarning, exciting_trajectory
 from robot_dynamics.nodes.common.ros_params import ConfigurationError, robot_model
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.send_trajectory import DEFAULT_TOPIC, STOPPED, trajectory_message
-from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'excite'
 

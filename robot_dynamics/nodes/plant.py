@@ -45,8 +45,8 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 
-from robot_dynamics import engines, integration
-from robot_dynamics.model_checks import singular_mass_matrix_message
+from robot_dynamics.simulation import engines, integration
+from robot_dynamics.dynamics.checks import singular_mass_matrix_message
 from robot_dynamics.nodes.common.diagnostics import measured, PlantDiagnostics
 from robot_dynamics.nodes.common.effort_command import (declare_command_message, describe,
                                                         EffortCommand, message_type, Refused)

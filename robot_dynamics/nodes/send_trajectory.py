@@ -50,7 +50,7 @@ from robot_dynamics.parameters.params_file import check_params_files, ParamsFile
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.common.trajectory_client import (  # noqa: F401 - its names
     duration_message, trajectory_message)
-from robot_dynamics.profiles import PROFILES, sample_profile
+from robot_dynamics.trajectories.profiles import PROFILES, sample_profile
 
 DEFAULT_TOPIC = '/computed_torque_controller/joint_trajectory'
 STOPPED = 130          # exit status after Ctrl-C / SIGTERM, as a shell reports SIGINT

@@ -89,7 +89,7 @@ from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_doma
 from robot_dynamics.nodes.common.ros_params import (closest_name, ConfigurationError, declare,
                                                    validated)
 from robot_dynamics.nodes.common.trajectory_client import trajectory_message
-from robot_dynamics.profiles import sample_profile
+from robot_dynamics.trajectories.profiles import sample_profile
 
 LEE_START_DEG = (90.0, 0.0, 90.0, 0.0, 0.0, 0.0)
 LEE_GOAL_DEG = (45.0, 30.0, 0.0, 45.0, 60.0, 90.0)

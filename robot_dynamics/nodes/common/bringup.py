@@ -7,7 +7,7 @@ import os
 import warnings
 
 from robot_dynamics.model import RobotModel
-from robot_dynamics.urdf import read_urdf_file, urdf_from_parameter_file
+from robot_dynamics.model.urdf import read_urdf_file, urdf_from_parameter_file
 
 ROBOT_STATE_PUBLISHER = 'robot_state_publisher'
 RVIZ = 'rviz2'

@@ -23,7 +23,8 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.event_handler import PublisherEventCallbacks
 
-from robot_dynamics import control, kinematics
+from robot_dynamics import control
+from robot_dynamics.dynamics import kinematics
 from robot_dynamics.nodes.common import control_laws
 
 THROTTLE = 2.0              # s between repeated warnings

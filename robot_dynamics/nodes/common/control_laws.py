@@ -53,7 +53,8 @@ def default_joint_stiffness(model):
 
 
 def default_cartesian_stiffness(model):
-    from robot_dynamics import dynamics, kinematics
+    from robot_dynamics import dynamics
+    from robot_dynamics.dynamics import kinematics
     q = reference_posture(model)
     J = kinematics.jacobian(model, q)
     mobility = np.einsum('ij,ji->i', J, np.linalg.solve(dynamics.mass_matrix(model, q), J.T))
@@ -74,7 +75,7 @@ def _tool(value):
     if abs(norm - 1.0) > 1e-3:
         raise ConfigurationError(f'cartesian.tool[3:7]: the quaternion (x y z w) must have '
                                  f'norm 1, got {norm:.6g}')
-    from robot_dynamics import kinematics
+    from robot_dynamics.dynamics import kinematics
     transform = np.eye(4)
     transform[:3, :3] = kinematics.matrix_from_quaternion(quaternion / norm)
     transform[:3, 3] = value[:3]

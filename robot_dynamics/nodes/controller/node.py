@@ -37,8 +37,8 @@ from robot_dynamics.nodes.payload_identification import PayloadIdentification
 from robot_dynamics.nodes.trajectories import follow_joint_trajectory, speed_scaling
 from robot_dynamics.nodes.trajectories.topic_tolerances import TopicTrajectoryTolerances
 from robot_dynamics.parameters.controller import CONTROL_MODES  # noqa: F401
-from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryRejected
-from robot_dynamics.trajectory_goal import GOAL_TOLERANCE_VIOLATED
+from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryRejected
+from robot_dynamics.trajectories.goal import GOAL_TOLERANCE_VIOLATED
 
 NODE_NAME = 'computed_torque_controller'
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often

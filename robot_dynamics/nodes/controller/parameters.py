@@ -17,7 +17,7 @@ from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare,
 from robot_dynamics.nodes.trajectories import speed_scaling
 from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
-from robot_dynamics.trajectory import JointTrajectorySampler
+from robot_dynamics.trajectories.sampler import JointTrajectorySampler
 
 LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
                 'constraints.stopped_velocity_tolerance', 'cmd_timeout')

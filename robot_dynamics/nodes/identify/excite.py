@@ -35,7 +35,7 @@ from robot_dynamics.nodes.identify.common import (EFFORT_TIMING_KEY, missing_lib
 from robot_dynamics.nodes.common import trajectory_client
 from robot_dynamics.nodes.common.runner import ros_session
 from robot_dynamics.nodes.common.trajectory_client import trajectory_message
-from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify'
 SAMPLE_PERIOD = 0.02        # s between the trajectory points sent (the controller

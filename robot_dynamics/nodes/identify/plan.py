@@ -32,8 +32,9 @@ from robot_dynamics.identification.arm import optimal_excitation
 from robot_dynamics.nodes.common.outputs import duration_fields, write_file
 from robot_dynamics.nodes.identify.common import BAD_INPUT, InputError
 from robot_dynamics.nodes.identify.prior import layered_parameters, prior_model
-from robot_dynamics.motion_limits import (first_violation, link_point_names, start_clearance,
-                                          Workspace, workspace_violation)
+from robot_dynamics.identification.motion_limits import (first_violation, link_point_names,
+                                                         start_clearance, Workspace,
+                                                         workspace_violation)
 
 CLEARANCE = 0.05           # m the optimiser keeps from the floor and the keep-out boxes
 RATE = 100.0               # Hz of the trajectory points

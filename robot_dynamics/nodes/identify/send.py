@@ -32,7 +32,7 @@ from robot_dynamics.identification.recordings import BagError, read_joint_states
 from robot_dynamics.nodes.identify import plan as identify_plan
 from robot_dynamics.nodes.identify.common import missing_libraries, NOT_ENDED, STOPPED
 from robot_dynamics.nodes.identify.excite import ExcitationRecorder
-from robot_dynamics.trajectory import TrajectoryCommand, TrajectoryPoint
+from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify_plan'
 START_TOLERANCE = 0.01     # rad | m between --start and where the arm is

@@ -15,9 +15,9 @@ import math
 
 from rcl_interfaces.msg import SetParametersResult
 
-from robot_dynamics.feasibility import check_reference, scaled_command
+from robot_dynamics.trajectories.feasibility import check_reference, scaled_command
 from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
-from robot_dynamics.trajectory import TrajectoryRejected
+from robot_dynamics.trajectories.sampler import TrajectoryRejected
 
 ATTEMPTS = 5            # time-scaled plans tried before refusing
 MARGIN = 1.02           # each stretch 2 % beyond the estimate (the start state and friction

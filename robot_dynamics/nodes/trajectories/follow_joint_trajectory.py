@@ -26,10 +26,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from robot_dynamics.nodes.trajectories import query_state
 from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare, seconds,
                                                    validated)
-from robot_dynamics.trajectory import InvalidJoints, TrajectoryCommand, TrajectoryRejected
-from robot_dynamics.trajectory_goal import (INVALID_GOAL, joint_tolerances, rejection_code,
-                                            resolve_tolerance, SUCCESSFUL,
-                                            TrajectoryGoalMonitor)
+from robot_dynamics.trajectories.sampler import (InvalidJoints, TrajectoryCommand,
+                                                 TrajectoryRejected)
+from robot_dynamics.trajectories.goal import (INVALID_GOAL, joint_tolerances, rejection_code,
+                                              resolve_tolerance, SUCCESSFUL, TrajectoryGoalMonitor)
 
 try:
     from action_msgs.msg import GoalStatus

@@ -25,7 +25,7 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 
 from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
-from robot_dynamics.trajectory_goal import StateTolerances
+from robot_dynamics.trajectories.goal import StateTolerances
 
 KINDS = ('trajectory', 'goal')      # constraints.<joint>.<kind> (the parameter table's)
 

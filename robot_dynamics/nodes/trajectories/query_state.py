@@ -16,7 +16,7 @@ The trajectory is sampled without changing anything and without a lock
 """
 
 from robot_dynamics.nodes.common.ros_params import seconds
-from robot_dynamics.trajectory import OutsideTrajectory
+from robot_dynamics.trajectories.sampler import OutsideTrajectory
 
 try:
     from control_msgs.srv import QueryTrajectoryState

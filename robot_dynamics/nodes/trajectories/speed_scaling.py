@@ -12,7 +12,7 @@ from rclpy.qos import (DurabilityPolicy, qos_policy_name_from_kind, QoSProfile,
 
 from robot_dynamics.nodes.common.diagnostics import WARN
 from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
-from robot_dynamics.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
+from robot_dynamics.trajectories.speed_scaling import check_factor, DEFAULT_RATE_LIMIT
 
 try:
     from control_msgs.msg import SpeedScalingFactor

@@ -12,7 +12,7 @@ ends the watch (cmd_timeout still applies, as in JTC). doc/trajectories.md, "Sem
 
 import numpy as np
 
-from robot_dynamics.trajectory_goal import SUCCESSFUL, TrajectoryGoalMonitor
+from robot_dynamics.trajectories.goal import SUCCESSFUL, TrajectoryGoalMonitor
 
 
 class TopicTrajectoryTolerances:
