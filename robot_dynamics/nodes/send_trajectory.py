@@ -224,17 +224,24 @@ def run_file(node, args):
     end = trajectory.points[-1].time_from_start
     move = (f'the {end.sec + 1e-9 * end.nanosec:g} s trajectory of {args.file} '
             f'({len(trajectory.points)} points)')
+    tolerance = (trajectory_client.goal_ending_with_the_motion(trajectory).goal_tolerance
+                 if args.unchecked else None)
+    return send(node, args, trajectory, move, tolerance)
+
+
+def send(node, args, trajectory, move, tolerance=None, watch=''):
+    """`trajectory` as a goal to the action server, or on the topic when there is none
+    (`watch`: what to look at then); the exit status."""
+    logger = node.get_logger()
     sender = trajectory_client.GoalSender(node, args.action)
     found = sender.find_controller(node.publisher, args.timeout, node.running)
     if found == 'action':
-        tolerance = (trajectory_client.goal_ending_with_the_motion(trajectory).goal_tolerance
-                     if args.unchecked else None)
         return sender.run_goal(trajectory, move, args.timeout, args.no_wait, tolerance)
     if found == 'topic':
         node.publish(trajectory, args.timeout)
         logger.info(f'sent {move} on {node.publisher.topic_name}; no action server '
                     f'{sender.action_name} ({sender.unavailable or "not found"}): the outcome '
-                    'is unknown')
+                    f'is unknown{watch}')
         return 0
     if not node.running():
         return STOPPED
@@ -271,22 +278,8 @@ def run(node, args):
                              args.points, joints)
     move = (f'a {args.duration} s {args.profile} move of {joints} from '
             f'{[round(q, 4) for q in start]} to {args.positions} ({args.points} points)')
-    sender = trajectory_client.GoalSender(node, args.action)
-    found = sender.find_controller(node.publisher, args.timeout, node.running)
-    if found == 'action':
-        return sender.run_goal(trajectory_message(command), move, args.timeout, args.no_wait)
-    if found == 'topic':
-        node.publish(trajectory_message(command), args.timeout)
-        logger.info(f'sent {move} on {node.publisher.topic_name}; no action server '
-                    f'{sender.action_name} ({sender.unavailable or "not found"}): the outcome '
-                    'is unknown (watch ~/status and ~/goal_reached)')
-        return 0
-    if not node.running():
-        return STOPPED
-    logger.error(f'no subscriber on {node.publisher.topic_name} and no action server '
-                 f'{sender.action_name} within {args.timeout} s; is the controller running '
-                 '(check --topic, --action)?')
-    return 1
+    return send(node, args, trajectory_message(command), move,
+                watch=' (watch ~/status and ~/goal_reached)')
 
 
 def main(args=None):

@@ -1,13 +1,6 @@
-"""computed_torque_controller: the [LEE] §4 computed-torque law as a ROS 2 node.
-
-Each cycle: sample the reference (q_d, q̇_d, q̈_d) of the current trajectory and publish
-τ = inverse_dynamics(q, q̇, q̈_d + Kd(q̇_d − q̇) + Kp(q_d − q)) ([LEE] eq. 4.4: one
-Newton–Euler call), clipped to the effort limits, as Float64MultiArray in `joints` order.
-The live parameter `control_law` switches to gravity compensation, joint or Cartesian
-impedance (nodes/common/control_laws.py, doc/control-laws.md).
-Interfaces: README "Topics and parameters"; parameters: doc/parameters.md; failure behaviour:
-doc/safety.md.
-"""
+"""The computed_torque_controller node: its cycle (sample the reference, one control-law
+call, clip, publish), interfaces and lifecycle; what it does and where its parts live: the
+package's docstring (robot_dynamics.nodes.controller)."""
 
 import math
 import time
