@@ -159,3 +159,32 @@ def test_the_same_circle_as_poses_only_trails_by_more_than_a_centimetre():
     error = tracking_error(400.0, feedforward=False)
     print(f'pose only, 400 N/m: {error * 1e3:.3f} mm')
     assert error > 1e-2
+
+
+def test_bad_target_accels_are_refused_naming_the_field_and_the_next_pose_clears_one():
+    harness, plant, controller, reference = make_loop(1000.0)
+    try:
+        run(harness, plant, 0.01)
+        warnings = []
+        controller._cartesian._warn = warnings.append
+        bad = [AccelStamped(), AccelStamped()]
+        bad[0].header.frame_id = 'panda_link0_other'
+        bad[1].accel.angular.y = float('inf')
+        for k, msg in enumerate(bad):
+            reference.accel.publish(msg)
+            harness.spin_until(lambda: len(warnings) > k, 'the refusal')
+        assert "target_accel.header.frame_id: 'panda_link0_other'" in warnings[0]
+        assert warnings[1].startswith('target_accel.accel: ') and 'inf' in warnings[1]
+        assert all(len(w.splitlines()) == 1 for w in warnings)
+        assert controller.law.target.acceleration is None
+        good = AccelStamped()
+        good.accel.linear.z = 0.5
+        reference.accel.publish(good)
+        harness.spin_until(lambda: controller.law.target.acceleration is not None,
+                           'the acceleration')
+        np.testing.assert_array_equal(controller.law.target.acceleration, [0, 0, 0.5, 0, 0, 0])
+        T = kinematics.tool_pose(controller.model, plant.q)
+        reference.begin(T[:3, 3], kinematics.quaternion_from_matrix(T[:3, :3]), False)
+        harness.spin_until(lambda: controller.law.target.acceleration is None, 'a new pose')
+    finally:
+        harness.close()
