@@ -93,7 +93,7 @@ class Reference(Node):
 def make_loop(stiffness):
     harness = RosHarness(PANDA, SIM_SETTINGS)
     plant = harness.add(PlantSimulator(context=harness.context, parameter_overrides=[
-        Parameter('real_time_factor', value=0.0), Parameter('integration_step', value=PERIOD),
+        Parameter('real_time_factor', value=0.0), Parameter('integration_step', value=1.0e-3),
         Parameter('publish_rate', value=RATE), Parameter('initial_positions', value=Q0),
         # strict lock-step: the plant never advances without the controller's command
         Parameter('lockstep_timeout', value=WALL_LIMIT)]))
