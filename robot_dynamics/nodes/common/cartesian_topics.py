@@ -9,6 +9,10 @@
 - `~/target_twist` (geometry_msgs/TwistStamped, base frame, optional): the target's velocity
   [m/s, rad/s] for tracking a moving target: it applies to the latest target pose and is
   cleared by the next `~/target_pose` (send the pose, then its twist).
+- `~/target_accel` (geometry_msgs/AccelStamped, base frame, optional): the target's
+  acceleration [linear; angular] (m/s², rad/s²), fed forward (Λ (a_d − J̇ q̇) + C q̇); same
+  semantics as `~/target_twist`: it applies to the latest target pose and is cleared by the
+  next `~/target_pose` (send the pose, its twist, then its acceleration).
 - `~/tool_pose` (geometry_msgs/PoseStamped, base frame): the measured pose of the
   controlled frame (the model's tip frame times `cartesian.tool`) under every law, with
   ~/feedback (publish_state, at most state_publish_rate), while somebody subscribes.
@@ -20,7 +24,7 @@ publisher's matched events), and computes the tool pose after the effort went ou
 import math
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, TwistStamped
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from rclpy.event_handler import PublisherEventCallbacks
 
 from robot_dynamics import control
@@ -32,12 +36,14 @@ UNIT_TOLERANCE = 1.0e-3     # |‖q‖ − 1| accepted for a target quaternion
 
 
 class CartesianTopics:
-    """~/target_pose, ~/target_twist and ~/tool_pose of the controller `node`."""
+    """~/target_pose, ~/target_twist, ~/target_accel and ~/tool_pose of the controller
+    `node`."""
 
     def __init__(self, node):
         self.node = node
         node.create_subscription(PoseStamped, '~/target_pose', self._on_target_pose, 10)
         node.create_subscription(TwistStamped, '~/target_twist', self._on_target_twist, 10)
+        node.create_subscription(AccelStamped, '~/target_accel', self._on_target_accel, 10)
         self.wanted = False         # ~/tool_pose has subscribers
         self._counted = False       # without matched events: count them at each publish
         try:
@@ -114,6 +120,17 @@ class CartesianTopics:
             self._warn(f'target_twist.twist: {velocity.tolist()} is not finite; refused')
             return
         law.target = law.target._replace(velocity=velocity)
+
+    def _on_target_accel(self, msg):
+        law = self._cartesian_law('target_accel')
+        if law is None or not self._frame_ok('target_accel', msg):
+            return
+        a, alpha = msg.accel.linear, msg.accel.angular
+        acceleration = np.array([a.x, a.y, a.z, alpha.x, alpha.y, alpha.z])
+        if not np.all(np.isfinite(acceleration)):
+            self._warn(f'target_accel.accel: {acceleration.tolist()} is not finite; refused')
+            return
+        law.target = law.target._replace(acceleration=acceleration)
 
     def publish_tool_pose(self, stamp):
         """~/tool_pose at the measured q (called by the cycle when `wanted`)."""

@@ -143,7 +143,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._topic_tolerances = TopicTrajectoryTolerances(self)   # on topic trajectories
         speed_scaling.attach(self)                          # ~/speed_scaling_input
         self._diagnostics = ControllerDiagnostics(self)     # /diagnostics
-        self._cartesian = CartesianTopics(self)     # ~/target_pose, ~/tool_pose
+        self._cartesian = CartesianTopics(self)     # ~/target_pose (twist, accel), ~/tool_pose
 
     def spin_on_state(self, executor, running=None):
         """The controller executable's loop in on_state mode, instead of `executor`: wait
