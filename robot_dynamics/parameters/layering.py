@@ -353,6 +353,8 @@ def layered_sections(paths, node, aliases=(), overrides=None):
 
 
 def _scalar_text(value):
+    if hasattr(value, 'item') and not isinstance(value, (list, tuple)):
+        value = value.item()                  # a numpy scalar: its Python value
     if isinstance(value, bool):
         return 'true' if value else 'false'
     if isinstance(value, int):
@@ -371,9 +373,57 @@ def _scalar_text(value):
 
 
 def _value_text(value):
+    if hasattr(value, 'tolist') and not isinstance(value, (list, tuple)):
+        value = value.tolist()                # a numpy array (or scalar)
     if isinstance(value, (list, tuple)):
+        if any(isinstance(item, float) for item in value):   # one type per list, as rcl
+            value = [float(item) for item in value]          # wants: floats, if any
         return '[' + ', '.join(_scalar_text(item) for item in value) + ']'
     return _scalar_text(value)
+
+
+value_text = _value_text      # a parameter value as rcl reads it back, with its type
+
+
+def robot_file_text(robot, comments=(), section='/**', header='', rows=None):
+    """The text of ``SECTION: ros__parameters: robot: ...`` with the robot keys (`robot`:
+    nested, or flat with dotted names) written nested, after the comment lines `header`
+    (whole lines, '#' included) and `comments`; a list key of `rows` ({key: items per
+    row}, e.g. com: 3, inertia: 6) one link per line. The layout a person reads (a robot
+    file); values as `parameter_file_text` writes them."""
+    nested = {}
+
+    def place(mapping, prefix=''):
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                place(value, f'{prefix}{key}.')
+                continue
+            head = nested
+            parts = f'{prefix}{key}'.split('.')
+            for part in parts[:-1]:
+                head = head.setdefault(part, {})
+            head[parts[-1]] = value
+    place(robot)
+    rows = rows or {}
+    lines = ([header.rstrip('\n')] if header else []) + [f'# {c}' for c in comments]
+    lines += [f'{section}:', f'  {WRAPPER}:', '    robot:']
+
+    def emit(mapping, indent):
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                lines.append(f'{" " * indent}{key}:')
+                emit(value, indent + 2)
+                continue
+            text = _value_text(value)
+            size = rows.get(key)
+            if size and text.startswith('[') and len(value) > size:
+                items = text[1:-1].split(', ')
+                chunks = [', '.join(items[i:i + size]) for i in range(0, len(items), size)]
+                margin = ' ' * (indent + len(key) + 3)
+                text = '[' + f',\n{margin}'.join(chunks) + ']'
+            lines.append(f'{" " * indent}{key}: {text}')
+    emit(nested, 6)
+    return '\n'.join(lines) + '\n'
 
 
 def _section_text(name, parameters, origins=None):

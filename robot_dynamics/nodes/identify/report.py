@@ -10,6 +10,7 @@ import numpy as np
 import yaml
 
 from robot_dynamics.nodes.common.outputs import write_file
+from robot_dynamics.parameters.layering import robot_file_text, value_text
 from robot_dynamics.nodes.identify.prior import _flatten
 
 INCONSISTENT_HEADER = ('# Estimated by `identify estimate --write-inconsistent`: NOT physically '
@@ -171,64 +172,22 @@ def drive_choice_line(result):
 
 
 def yaml_value(value):
-    """A parameter value as rcl reads it: floats always with a point (4.0e-05, 2.0), one
-    type per list."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return '[' + ', '.join(yaml_value(v) for v in value) + ']'
-    if isinstance(value, (bool, np.bool_)):
-        return 'true' if value else 'false'
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if not math.isfinite(value):
+    """A parameter value as rcl reads it (floats always with a point: 4.0e-05, 2.0; one
+    type per list): the package's one writer's; an estimate is never written non-finite."""
+    items = value.tolist() if hasattr(value, 'tolist') else value
+    for item in items if isinstance(items, (list, tuple)) else [items]:
+        if isinstance(item, float) and not math.isfinite(item):
             raise ValueError(f'non-finite value {value}')
-        text = repr(value)
-        if 'e' in text and '.' not in text.split('e')[0]:
-            mantissa, exponent = text.split('e')
-            text = f'{mantissa}.0e{exponent}'
-        elif 'e' not in text and '.' not in text:
-            text += '.0'
-        return text
-    return yaml.safe_dump(value, default_style='"').strip().removesuffix('...').strip()
-
-
-def _floats_in_lists(value):
-    if isinstance(value, (list, tuple, np.ndarray)):
-        items = list(value)
-        if any(isinstance(v, (float, np.floating)) for v in items):
-            return [float(v) for v in items]
-        return items
-    return value
+    return value_text(value)
 
 
 def parameter_file_text(robot, comments=(), section='/**', header=None):
     """The text of ``SECTION: ros__parameters: robot: ...`` with the (flat or nested) robot
-    keys, each list of one type, after `header` (default OUTPUT_HEADER)."""
-    nested = {}
-    for key, value in _flatten(robot).items():
-        head = nested
-        parts = key.split('.')
-        for part in parts[:-1]:
-            head = head.setdefault(part, {})
-        head[parts[-1]] = _floats_in_lists(value)
-    lines = [(header or OUTPUT_HEADER).rstrip('\n')] + [f'# {c}' for c in comments]
-    lines += [f'{section}:', '  ros__parameters:', '    robot:']
-
-    def emit(mapping, indent):
-        for key, value in mapping.items():
-            if isinstance(value, dict):
-                lines.append(f'{" " * indent}{key}:')
-                emit(value, indent + 2)
-            elif isinstance(value, list) and key in PER_LINK and len(value) > PER_LINK[key]:
-                rows = [', '.join(yaml_value(v) for v in value[i:i + PER_LINK[key]])
-                        for i in range(0, len(value), PER_LINK[key])]
-                margin = ' ' * (indent + len(key) + 3)
-                lines.append(f'{" " * indent}{key}: [' + f',\n{margin}'.join(rows) + ']')
-            else:
-                lines.append(f'{" " * indent}{key}: {yaml_value(value)}')
-    emit(nested, 6)
-    return '\n'.join(lines) + '\n'
+    keys, each list of one type, one link per line for com and inertia, after `header`
+    (default OUTPUT_HEADER): the package's one writer (robot_file_text)."""
+    for value in _flatten(robot).values():
+        yaml_value(value)                     # refuses a non-finite estimate
+    return robot_file_text(robot, comments, section, header or OUTPUT_HEADER, PER_LINK)
 
 
 def _percentages(values):
