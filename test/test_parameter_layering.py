@@ -15,7 +15,7 @@ import pytest
 import yaml
 from hypothesis import given, HealthCheck, settings, strategies as st
 
-from ros_testing import PUMA, REPO, RosHarness, SIM   # noqa: I100 - sets the domain id
+from ros_testing import call_service, PUMA, REPO, RosHarness, SIM  # noqa: I100 - sets the domain id
 import rclpy
 from rcl_interfaces.srv import GetParameters
 from rclpy.node import Node
@@ -422,10 +422,11 @@ def parameters_of(process, fqn, names):
         harness.spin_until(lambda: probe.get.service_is_ready() or process.poll() is not None,
                            f'{fqn}/get_parameters')
         assert process.poll() is None, process.communicate()[0]
-        future = probe.get.call_async(GetParameters.Request(names=names))
-        harness.spin_until(future.done, 'the parameters')
-        values = {n: parameter_value_to_python(v)
-                  for n, v in zip(names, future.result().values)}
+        # a read is idempotent: asked again while its answer may have been lost (the
+        # server can answer before its response reaches this process)
+        response = call_service(harness, probe.get, GetParameters.Request(names=names),
+                                'the parameters', resend_after=3.0)
+        values = {n: parameter_value_to_python(v) for n, v in zip(names, response.values)}
     finally:
         harness.close()
         if process.poll() is None:
