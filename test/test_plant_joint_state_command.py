@@ -198,3 +198,87 @@ def test_a_refused_command_keeps_the_last_good_one_until_command_timeout():
         #                                                     neither renewed nor cut it)
     finally:
         harness.close()
+
+
+# ------------------------------------------------------------------ publish_on_command
+
+def test_the_phase_lock_puts_the_ticks_just_after_the_commands_from_any_start():
+    """Commands arriving once a period (with jitter) at any phase of the tick grid: the
+    grid, moved by phase_shift at each tick, ends with its ticks PHASE_TARGET periods after
+    the arrivals; no tick moves by more than PHASE_GAIN periods (the period holds)."""
+    from robot_dynamics.nodes.plant import PHASE_GAIN, PHASE_TARGET, phase_shift
+    period = 0.001
+    rng = np.random.default_rng(3)
+    for offset in np.linspace(0.0, 0.95, 9) * period:
+        start, waits = 0.0, []
+        for k in range(400):
+            due = start + k * period
+            arrival = k * period - offset + rng.uniform(-0.05, 0.05) * period
+            if arrival > due:             # arrived after the tick: taken at the next one
+                arrival -= period
+            shift = phase_shift(due, arrival, period)
+            assert abs(shift) <= PHASE_GAIN * (1 + PHASE_TARGET) * period + 1e-15
+            start -= shift
+            waits.append(due - arrival)
+        settled = np.array(waits[-100:]) / period
+        assert abs(settled.mean() - PHASE_TARGET) < 0.03, (offset, settled.mean())
+
+
+def test_publish_on_command_answers_commands_and_is_quiet_without_them():
+    """Free-running on the wall clock: before any command a state only every 0.1 s (by the
+    stamps); then a state after each command, never two within one tick whatever came."""
+    harness, plant, hardware = start('publish_clock:=false', 'publish_on_command:=true',
+                                     'publish_rate:=100.0', 'command_timeout:=0.0')
+    try:
+        harness.spin_until(lambda: len(hardware.states) >= 3, 'three idle states')
+        idle = np.diff(hardware.stamps()[:3])
+        assert (idle >= 0.095e9).all(), idle              # not one a tick (10 ms)
+        tau = holding()
+        for _ in range(5):                                 # one command, one state
+            seen = len(hardware.states)
+            hardware.command(JOINTS, tau)
+            harness.spin_until(lambda: len(hardware.states) > seen, 'the answer')
+        seen = len(hardware.states)
+        for _ in range(4):                                 # a burst: one state a tick
+            hardware.command(JOINTS, tau)
+        harness.spin_until(lambda: len(hardware.states) > seen, 'the answer to the burst')
+        stamps = hardware.stamps()[seen - 5:]
+        assert (np.diff(stamps) >= 0.005e9).all(), np.diff(stamps)   # not two a tick
+        assert plant.publish_on_command and not plant.braked
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize('on_command', [True, False])
+def test_a_reader_taking_one_state_a_cycle_reads_the_newest_with_publish_on_command(
+        on_command):
+    """topic_based_ros2_control's read: one state a cycle, the oldest of at most 5 queued
+    (SensorDataQoS), then a command. The plant ticking 4 times a cycle: with
+    publish_on_command the reader never finds more than one older state waiting; without
+    it, the queue is full and every read is 4 states old."""
+    import collections
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    harness, plant, hardware = start('publish_clock:=false', 'publish_rate:=400.0',
+                                     f'publish_on_command:={str(on_command).lower()}',
+                                     'command_timeout:=0.0')
+    try:
+        queue, waiting = collections.deque(maxlen=5), []
+        hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
+                                     qos_profile_sensor_data)
+        tau = holding()
+
+        def cycle():                                       # read, then write
+            waiting.append(len(queue))
+            if queue:
+                queue.popleft()
+            hardware.command(JOINTS, tau)
+        hardware.create_timer(0.01, cycle)
+        harness.spin_until(lambda: len(waiting) >= 80, '80 reader cycles')
+        settled = waiting[30:]
+        if on_command:
+            assert max(settled) <= 2, waiting
+        else:
+            assert min(settled) >= 4, waiting
+    finally:
+        harness.close()

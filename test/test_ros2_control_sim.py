@@ -9,6 +9,7 @@ joint_state_broadcaster (/joint_states) and effort_controllers/JointGroupEffortC
 (Float64MultiArray in its `joints` order; an all-NaN or missing command writes nothing; it
 keeps the last command)."""
 
+import collections
 import math
 import os
 import xml.etree.ElementTree as ElementTree
@@ -198,7 +199,9 @@ class StandIn:
     """What the real components do, built from the launch's own files: the
     TopicBasedSystem of the <ros2_control> block, joint_state_broadcaster and
     effort_controller, in one node named effort_controller (so that the controller's
-    joint-order check finds its `joints`), cycled by a timer."""
+    joint-order check finds its `joints`), cycled by a timer. As TopicBasedSystem::read
+    (one rclcpp::spin_some a cycle on a SensorDataQoS subscription), each cycle takes the
+    oldest of at most 5 queued states, not the newest."""
 
     def __init__(self, context, urdf, controllers, period):
         from rclpy.node import Node
@@ -219,6 +222,8 @@ class StandIn:
                                         .text) for j in block.findall('joint')])
         self.velocity, self.effort = np.zeros(n), np.zeros(n)
         self.latest_state = None
+        self.queue = collections.deque(maxlen=5)     # SensorDataQoS: keep last 5
+        self.queued_at_read = []                     # states waiting at each read
         self.latest_command = None
         self.sent = []
         self.to_block = [self.block_joints.index(name) for name in joints]
@@ -233,13 +238,16 @@ class StandIn:
         self.node.create_timer(period, self.cycle)
 
     def _on_state(self, msg):
-        self.latest_state = msg
+        self.queue.append(msg)
 
     def _on_command(self, msg):
         self.latest_command = list(msg.data)
 
     def cycle(self):
-        msg = self.latest_state                     # TopicBasedSystem::read, by name
+        self.queued_at_read.append(len(self.queue))
+        if self.queue:                              # TopicBasedSystem::read, by name
+            self.latest_state = self.queue.popleft()
+        msg = self.latest_state
         if msg is not None:
             for i, name in enumerate(msg.name):
                 if name in self.block_joints:

@@ -63,6 +63,9 @@ THROTTLE = 2.0        # s between repeated warnings
 RESEND_PERIOD = 0.5   # wall s between re-publications of a state nobody has answered
 MAX_CATCH_UP = 10     # free-running: ticks integrated in one timer callback at most
 SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this often
+IDLE_PUBLISH_PERIOD = 0.1  # wall s between states while publish_on_command hears no command
+PHASE_TARGET = 0.1    # publish_on_command: a tick this many periods after a command arrives
+PHASE_GAIN = 0.05     # ... the share of the phase error corrected at each tick
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
@@ -146,6 +149,7 @@ class PlantSimulator(Node):
         self.dropped_ticks = 0               # ... beyond MAX_CATCH_UP, not integrated
         self.unanswered_states = 0           # ... states with no command before the next tick
         self._answered = True
+        self._command_heard = False          # publish_on_command: a command since the state
         self._closed_at = None               # counters when the first command arrived
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
@@ -168,6 +172,8 @@ class PlantSimulator(Node):
             f'{n} joints, {self._engine_text()}, {self.method} at {self.dt * 1e3:g} ms, '
             f'/joint_states every '
             f'{self.tick_period * 1e3:g} ms'
+            + (' after a command (publish_on_command)' if self.publish_on_command
+               and not self.publish_clock else '')
             + (', publishing /clock' + (' in lock-step' if self.lockstep else '')
                if self.publish_clock else '')
             + f'; efforts from {self.command_topic} ({describe(self.command_message)})'
@@ -223,7 +229,7 @@ class PlantSimulator(Node):
                 f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
         self.command_topic = _parameter(self, 'command_topic')
         self.command_message = declare_command_message(self)
-        for name in ('command_timeout', 'publish_clock', 'lockstep',
+        for name in ('command_timeout', 'publish_clock', 'lockstep', 'publish_on_command',
                      'domain_check_wait', 'lockstep_timeout', 'real_time_factor',
                      'drives_compensate_gravity'):
             setattr(self, name, _parameter(self, name))
@@ -288,6 +294,7 @@ class PlantSimulator(Node):
     # ------------------------------------------------------------------ callbacks
 
     def _on_command(self, msg):
+        self._command_heard = True        # answered with a state, even if refused
         try:
             tau = self._command_reader.read(msg)
         except Refused as refused:
@@ -409,7 +416,8 @@ class PlantSimulator(Node):
             self.unanswered_states += 1
         self.ticks += due
         if self._holding:                 # no command yet: publish the initial state
-            self._publish()
+            if self._publication_due():
+                self._publish()
             return
         self._advance(due)
 
@@ -434,7 +442,9 @@ class PlantSimulator(Node):
             if delay > 0.0:
                 time.sleep(delay)
             try:
-                self._take_commands()
+                arrival = self._take_commands()
+                if arrival is not None and self.publish_on_command:
+                    self._lock_phase(arrival)
                 self._free_running_tick()
                 now = time.monotonic()
                 if now >= serve_at:
@@ -446,13 +456,25 @@ class PlantSimulator(Node):
                 return                    # another thread shut the context down
 
     def _take_commands(self):
-        """Every command waiting in the subscription's queue, oldest first."""
+        """Every command waiting in the subscription's queue, oldest first; the arrival of
+        the last one on the steady clock [s] (None if none was waiting)."""
         handle = self._command_sub.handle
+        received = None
         with handle:
             taken = handle.take_message(self._command_type, False)
             while taken is not None:
                 self._on_command(taken[0])
+                received = taken[1].get('received_timestamp') or received
                 taken = handle.take_message(self._command_type, False)
+        if not received:
+            return None
+        return received * 1e-9 - (time.time() - time.monotonic())
+
+    def _lock_phase(self, arrival):
+        """publish_on_command: the tick grid moved by `phase_shift` (the tick due now and
+        the arrival of the last command taken for it)."""
+        self._wall_start -= phase_shift(self._wall_start + self.ticks * self.tick_period,
+                                        arrival, self.tick_period)
 
     def _timer_due(self, now):
         """The steady time [s] this timer call was due: the timer's next call (rcl keeps
@@ -540,7 +562,15 @@ class PlantSimulator(Node):
         self.q, self.qd, self._tau_applied = q, qd, tau
         self._steps += self.steps_per_tick * ticks
         self._check_velocity(qd)
-        self._publish(clock_ns)
+        if self.publish_clock or self._publication_due():
+            self._publish(clock_ns)
+
+    def _publication_due(self):
+        """Free-running: always; with publish_on_command once a command has arrived since
+        the last state (at most one state a tick however many came), or after
+        IDLE_PUBLISH_PERIOD wall s without one."""
+        return (not self.publish_on_command or self._command_heard
+                or time.monotonic() - self._last_publish_wall >= IDLE_PUBLISH_PERIOD)
 
     def _log_first_contacts(self, q):
         """One line per joint and stop at the first contact with it (the stop's effort
@@ -604,6 +634,7 @@ class PlantSimulator(Node):
         self._last_publish_wall = time.monotonic()
         self._awaiting_command = self.publish_clock and self.lockstep
         self._answered = False
+        self._command_heard = False
 
     def _no_first_command_hint(self):
         """Lock-step, no first command LOCKSTEP_HINT wall s after start although a node
@@ -637,6 +668,17 @@ class PlantSimulator(Node):
         self._state_pub.publish(self._state_msg)
         self._last_publish_wall = time.monotonic()
 
+
+def phase_shift(due, arrival, period):
+    """How much earlier [s] to put a free-running plant's tick grid so that its ticks fall
+    PHASE_TARGET periods after the commands arrive, as a fieldbus device locks to its
+    master's cycle: PHASE_GAIN of the error at each tick (|shift| <= PHASE_GAIN x period, the
+    period itself unchanged). The state answering a command then leaves at a steady time
+    after it, whatever phase the two loops started with, and a command waits at most that
+    long to act. due: steady time [s] the tick is due; arrival: of the last command before
+    it."""
+    waited = min(max(due - arrival, -period), period)
+    return PHASE_GAIN * (waited - PHASE_TARGET * period)
 
 def _own_loop(node):
     """The free-running loop if the plant runs on the wall clock (not publish_clock, not
