@@ -131,6 +131,20 @@ CONTROLLER = (
               description=(
         'cartesian_impedance: the target is followed at most this far from the current '
         'pose: translation [m], rotation [rad]; > 0')),
+    Parameter('latency_compensation', 'double', default=0.0, minimum=0.0, maximum=0.1,
+              live=True,
+              description=(
+        'the dead time of the loop [s]: from the measurement of the state a cycle answers '
+        'to the moment its effort acts on the arm (state transport, the cycle, the command '
+        'path). The state is predicted to then (q + qd d, qd + qdd_d d) and the reference '
+        'sampled there; ~/error is then against the prediction. 0 = none')),
+    Parameter('state_age', 'double', default=0.0, minimum=0.0, maximum=0.1, live=True,
+              description=(
+        'how long before its header stamp a /joint_states was measured [s]: 0 when the '
+        'stamp is the measurement time (this package\'s plant, most drivers); '
+        'joint_state_broadcaster stamps with the controller_manager cycle that read it. '
+        'The state is taken as measured at stamp - state_age: the reference is sampled '
+        'at stamp - state_age + latency_compensation')),
     Parameter('state_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0, live=True,
               description=(
         'zero effort when a controlled joint has not been heard from for this long [s '

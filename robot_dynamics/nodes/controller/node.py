@@ -253,11 +253,14 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         if self.cmd_timeout > 0.0 and self.sampler.command_timed_out(
                 t, self._effective_cmd_timeout()):
             self._command_timed_out(t)
-        reference = self.sampler.sample(t)
+        q, qd, delay = self._q, self._qd, self.latency_compensation
+        reference = self.sampler.sample(t - self.state_age + delay)   # when the effort acts
+        if delay > 0.0:                     # the state then
+            q, qd = q + qd * delay, qd + reference.accelerations * delay
         if self._continuous:                # the wrapped error: q_d within half a turn of q
             reference = replace(reference, positions=self.sampler.near(reference.positions,
-                                                                       self._q))
-        tau = self.law.effort(self._q, self._qd, reference.positions, reference.velocities,
+                                                                       q))
+        tau = self.law.effort(q, qd, reference.positions, reference.velocities,
                               reference.accelerations)
         if reference.effort is not None:    # the points' effort feed-forward
             tau = tau + reference.effort
@@ -272,10 +275,10 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self.identification.record(t, self._q, self._qd, tau, (
             reference.positions, reference.velocities, reference.accelerations))
         self._update_status(t)
-        self._action.after_cycle(t, reference, self._q, self._qd)
-        self._topic_tolerances.after_cycle(t, reference, self._q, self._qd)
+        self._action.after_cycle(t, reference, q, qd)
+        self._topic_tolerances.after_cycle(t, reference, q, qd)
         if self.publish_state and self._state_due(t):
-            self._publish_state(reference, tau)
+            self._publish_state(reference, tau, q, qd)
 
     def _state_due(self, t):
         """Diagnostics at most state_publish_rate (of the cycle time t); time going back
@@ -386,7 +389,9 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             self.get_logger().warning(f'stopping: the last zero effort could not be sent '
                                       f'({type(error).__name__}: {error})')
 
-    def _publish_state(self, reference, tau):
+    def _publish_state(self, reference, tau, q, qd):
+        """~/reference, ~/feedback (the measured state), ~/error (the reference minus q,
+        qd: the measured state, or the predicted one with latency_compensation), ~/output."""
         stamp = self.get_clock().now().to_msg()
         reference_msg, feedback, error, output = self._state_msgs
         # ~/reference: effort carries q̈_d [rad/s² | m/s²] (documented in the README).
@@ -395,8 +400,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._reference_pub.publish(reference_msg)
         self._fill(feedback, stamp, self._q, self._qd, ())
         self._feedback_pub.publish(feedback)
-        self._fill(error, stamp, reference.positions - self._q,
-                   reference.velocities - self._qd, ())
+        self._fill(error, stamp, reference.positions - q, reference.velocities - qd, ())
         self._error_pub.publish(error)
         self._fill(output, stamp, (), (), tau)
         self._output_pub.publish(output)

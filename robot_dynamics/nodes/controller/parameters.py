@@ -19,7 +19,8 @@ from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
 from robot_dynamics.trajectories.sampler import JointTrajectorySampler
 
-LIVE_SCALARS = ('state_timeout', 'constraints.goal_tolerance',
+LIVE_SCALARS = ('state_timeout', 'latency_compensation', 'state_age',
+                'constraints.goal_tolerance',
                 'constraints.stopped_velocity_tolerance', 'cmd_timeout')
 LIVE_FLAGS = ('allow_nonzero_velocity_at_trajectory_end',
               'allow_integration_in_goal_trajectories', 'allow_partial_joints_goal')
@@ -75,6 +76,8 @@ class ControllerParameters:
         else:
             self._set_rate_limit(self.law_settings)
         self.state_timeout = _parameter(self, 'state_timeout')
+        self.latency_compensation = _parameter(self, 'latency_compensation')
+        self.state_age = _parameter(self, 'state_age')
         self.goal_tolerance = _parameter(self, 'constraints.goal_tolerance')
         self.stopped_velocity_tolerance = _parameter(self,
                                                      'constraints.stopped_velocity_tolerance')
@@ -130,6 +133,9 @@ class ControllerParameters:
             self._target = target
             self.control_law = settings['control_law']
         self.state_timeout = values.get('state_timeout', self.state_timeout)
+        self.latency_compensation = values.get('latency_compensation',
+                                               self.latency_compensation)
+        self.state_age = values.get('state_age', self.state_age)
         self.goal_tolerance = values.get('constraints.goal_tolerance', self.goal_tolerance)
         self.stopped_velocity_tolerance = values.get(
             'constraints.stopped_velocity_tolerance', self.stopped_velocity_tolerance)

@@ -1,0 +1,125 @@
+"""The controller's latency_compensation and state_age (a loop through controller_manager:
+the state is restamped by joint_state_broadcaster after it was measured, and an effort acts
+some milliseconds after that measurement). In-process, the test plays the robot: stamped
+/joint_states in on_state mode, the controller's ~/reference, ~/error and ~/output read
+back."""
+
+import numpy as np
+import pytest
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_dynamics.nodes.controller import ComputedTorqueController
+from ros_testing import call_service, double, move_to, PUMA, RosHarness  # noqa: I100
+
+CONTROLLER = '/computed_torque_controller'
+JOINTS = [f'joint_{i}' for i in range(1, 7)]
+Q = np.array([0.3, -0.5235988, 0.2, 0.3490659, 0.7853982, 0.1745329])
+V = np.array([0.8, -0.5, 1.2, 0.3, -0.9, 1.5])         # rad/s
+
+
+class Robot(Node):
+    def __init__(self, context):
+        from rcl_interfaces.srv import SetParameters
+        super().__init__('robot', context=context)
+        self.states = self.create_publisher(JointState, '/joint_states', 10)
+        self.trajectory = self.create_publisher(JointTrajectory,
+                                                f'{CONTROLLER}/joint_trajectory', 10)
+        self.client = self.create_client(SetParameters, f'{CONTROLLER}/set_parameters')
+        self.seen = {name: [] for name in ('reference', 'error', 'output')}
+        for name, values in self.seen.items():
+            self.create_subscription(JointState, f'{CONTROLLER}/{name}', values.append, 100)
+        self.stamp = self.get_clock().now().nanoseconds
+
+    def send(self, q, qd, after=0.01):
+        """A state stamped `after` s later than the previous one."""
+        self.stamp += round(after * 1e9)
+        msg = JointState(name=JOINTS, position=[float(v) for v in q],
+                         velocity=[float(v) for v in qd])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.stamp, 1_000_000_000)
+        self.states.publish(msg)
+
+
+@pytest.fixture
+def running():
+    harness = RosHarness(PUMA, overrides=('control_mode:=on_state', 'state_timeout:=0.0',
+                                          'state_publish_rate:=0.0'))
+    controller = harness.add(ComputedTorqueController(context=harness.context))
+    robot = harness.add(Robot(harness.context))
+    harness.spin_until(lambda: robot.states.get_subscription_count() > 0
+                       and robot.trajectory.get_subscription_count() > 0
+                       and robot.client.service_is_ready(), 'the controller')
+    yield harness, controller, robot
+    harness.close()
+
+
+def cycle(harness, robot, q, qd, after=0.01):
+    """Send one state; (~/reference, ~/error, ~/output) of the cycle answering it."""
+    counts = {name: len(values) for name, values in robot.seen.items()}
+    robot.send(q, qd, after)
+    harness.spin_until(lambda: all(len(robot.seen[n]) > counts[n] for n in counts),
+                       'the cycle answering the state')
+    return [robot.seen[n][counts[n]] for n in ('reference', 'error', 'output')]
+
+
+def set_live(harness, robot, *parameters):
+    from rcl_interfaces.srv import SetParameters
+    response = call_service(harness, robot.client, SetParameters.Request(
+        parameters=list(parameters)), 'set_parameters')
+    assert all(r.successful for r in response.results), response
+
+
+def test_the_state_is_predicted_by_the_latency_and_the_effort_is_that_of_the_prediction(
+        running):
+    """Holding at Q, a state (Q, V) with latency_compensation d: ~/error is against the
+    prediction (Q + V d, V); the effort is the one the controller gives without the
+    compensation for the predicted state itself."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))                  # holds Q from here
+    d = 0.004
+    set_live(harness, robot, double('latency_compensation', d))
+    reference, error, output = cycle(harness, robot, Q, V)
+    np.testing.assert_allclose(reference.position, Q, atol=1e-12)     # holding: no motion
+    np.testing.assert_allclose(error.position, -V * d, atol=1e-12)
+    np.testing.assert_allclose(error.velocity, -V, atol=1e-12)
+    compensated = np.array(output.effort)
+    set_live(harness, robot, double('latency_compensation', 0.0))
+    _, error, output = cycle(harness, robot, Q + V * d, V)
+    np.testing.assert_allclose(error.position, -V * d, atol=1e-12)
+    np.testing.assert_allclose(output.effort, compensated, rtol=1e-12, atol=1e-12)
+    assert np.abs(compensated - np.array(cycle(harness, robot, Q, V)[2].effort)).max() > 1e-3
+
+
+def test_state_age_and_latency_move_the_reference_sampling_time(running):
+    """During a move: the reference answering a state stamped s is the trajectory at
+    s - state_age + latency_compensation: the one a state stamped there gets without them
+    (to the rounding of epoch seconds, 2.4e-7 s, where the shifts move it by 1e-3 rad)."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))
+    robot.trajectory.publish(move_to(JOINTS, Q + 0.2, 2))
+    harness.spin_until(lambda: not controller.sampler.plan.hold, 'the move accepted')
+
+    def reference(after):
+        return np.array(cycle(harness, robot, Q, np.zeros(6), after=after)[0].position)
+    plain = reference(0.3)                                      # at s
+    set_live(harness, robot, double('state_age', 0.05))
+    np.testing.assert_allclose(reference(0.05), plain, rtol=0, atol=1e-7)  # s + .05 - .05
+    set_live(harness, robot, double('latency_compensation', 0.08))
+    ahead = reference(0.02)                                     # s + 0.07 - 0.05 + 0.08
+    set_live(harness, robot, double('state_age', 0.0), double('latency_compensation', 0.0))
+    np.testing.assert_allclose(reference(0.03), ahead, rtol=0, atol=1e-7)  # s + 0.1
+    assert np.abs(ahead - plain).max() > 1e-3                   # the move goes on
+
+
+@pytest.mark.parametrize('name', ['latency_compensation', 'state_age'])
+@pytest.mark.parametrize('value', [-0.001, 0.5])
+def test_out_of_range_values_are_refused_naming_the_parameter(running, name, value):
+    from rcl_interfaces.srv import SetParameters
+    harness, controller, robot = running
+    response = call_service(harness, robot.client, SetParameters.Request(
+        parameters=[double(name, value)]), 'set_parameters')
+    (result,) = response.results
+    assert not result.successful and name in result.reason, result.reason
+    assert getattr(controller, name) == 0.0
