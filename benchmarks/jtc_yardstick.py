@@ -164,7 +164,8 @@ def start_stack(args, which, gains, folder, probe=None):
                                     f'command_topic:={ros2_control_sim.COMMANDS_TOPIC}',
                                     '-p', 'publish_clock:=false',
                                     '-p', f'publish_rate:={args.plant_rate:g}',
-                                    '-r', f'joint_states:={ros2_control_sim.STATES_TOPIC}'])
+                                    '-r', f'joint_states:={ros2_control_sim.STATES_TOPIC}']
+                        + [a for item in args.plant_param for a in ('-p', item)])
             # with --realtime: controller_manager's every thread at SCHED_FIFO just below
             # the plant and the controller (its update loop then sets its own 50); its
             # executor, which takes the effort commands, and the broadcaster's publishing
@@ -179,7 +180,8 @@ def start_stack(args, which, gains, folder, probe=None):
         if which != 'jtc':
             stack.start('controller', [py, '-m', 'robot_dynamics.nodes.controller',
                                        '--ros-args'] + params
-                        + ['-p', 'state_publish_rate:=1000.0'])   # ~/error every cycle
+                        + ['-p', 'state_publish_rate:=1000.0']    # ~/error every cycle
+                        + [a for item in args.controller_param for a in ('-p', item)])
         deadline = time.monotonic() + 90.0
         publisher = node.trajectory_publisher
         while time.monotonic() < deadline and (
@@ -221,7 +223,8 @@ def trial(args, which, duration, gains, folder):
             lambda m: truth.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
                                     np.array(m.position), np.array(m.effort), clock())), 1000)
         node.create_subscription(JointState, '/joint_states', lambda m: seen.append(
-            (clock(), list(m.name), np.array(m.position))), qos_profile_sensor_data)
+            (clock(), list(m.name), np.array(m.position),
+             m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), qos_profile_sensor_data)
         node.create_subscription(
             JointState, '/computed_torque_controller/error', lambda m: errors.append(
                 (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, np.array(m.position))),
@@ -268,7 +271,8 @@ def trial(args, which, duration, gains, folder):
     result = {'max': np.abs(error).max(axis=0), 'rms': np.sqrt((error ** 2).mean(axis=0)),
               'effort': np.abs(tau[window]).max(axis=0), 'settle': settle,
               'states': int(window.sum()),
-              'seen_max': np.abs(seen_error).max(axis=0) if len(seen_error) else None}
+              'seen_max': np.abs(seen_error).max(axis=0) if len(seen_error) else None,
+              'series': (t_w - t0, error, tau[window])}
     if args.latency:
         result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
     return result
@@ -305,6 +309,22 @@ def _same_values(first, key_first, second, key_second, when_first):
     return np.array(out) * 1e3
 
 
+def _stamp_ages(truth, seen):
+    """[ms] per /joint_states whose positions are those of a plant state: its stamp (the
+    controller_manager cycle that read it) minus the plant's stamp of that state."""
+    stamps, repeated = {}, set()
+    for entry in truth:
+        key = tuple(np.round(entry[1], 12))
+        if key in stamps:
+            repeated.add(key)            # at rest: the same values again
+        stamps.setdefault(key, entry[0])
+    for key in repeated:
+        del stamps[key]
+    out = [s[3] - stamps[key] for s in seen
+           if (key := tuple(np.round(s[2], 12))) in stamps]   # the plant's joint order
+    return np.array(out) * 1e3
+
+
 def hops(direct, truth, seen, commands, hardware):
     """Median and p99 [ms] of each hop of the loop, timed by this probe's receive times."""
     if direct:
@@ -319,6 +339,7 @@ def hops(direct, truth, seen, commands, hardware):
                 truth, lambda e: tuple(np.round(e[1], 12)), seen,
                 lambda e: ordered(e[1], e[2]), lambda e: e[3]),
             '/joint_states -> effort command': _after([(s[0],) for s in seen], commands),
+            'state age at /joint_states (stamps)': _stamp_ages(truth, seen),
             'effort command -> plant command': _same_values(
                 commands, lambda e: tuple(np.round(e[1], 12)), hardware,
                 lambda e: ordered(e[1], e[2]), lambda e: e[0]),
@@ -337,6 +358,12 @@ def add_common_options(parser):
     parser.add_argument('--plant-rate', type=float, default=1000.0,
                         help="through ros2_control: the plant's publish_rate [Hz] (the "
                         "launch file's: 1000)")
+    parser.add_argument('--controller-param', action='append', default=[], metavar='NAME:=VALUE',
+                        help="a parameter of this controller after the files (e.g. "
+                        "latency_compensation:=0.0 to see what the compensation gives)")
+    parser.add_argument('--plant-param', action='append', default=[], metavar='NAME:=VALUE',
+                        help="a parameter of the plant after the files (e.g. "
+                        "publish_on_command:=false)")
     parser.add_argument('--latency', action='store_true',
                         help='also time the hops of the loop (probe receive times)')
 
