@@ -123,3 +123,49 @@ def test_out_of_range_values_are_refused_naming_the_parameter(running, name, val
     (result,) = response.results
     assert not result.successful and name in result.reason, result.reason
     assert getattr(controller, name) == 0.0
+
+
+def test_after_a_stall_the_newest_state_is_answered_once(running):
+    """The executable's on_state loop: five states queued while the controller was busy
+    give one cycle, on the newest (the older ones of the same joints are superseded and
+    counted); a message of other joints is still answered."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))
+    outputs = len(robot.seen['output'])
+    import rclpy
+    listener = rclpy.create_node('listener', context=harness.context)   # not spun by the
+    heard = []                                                      # harness: the queue
+    listener.create_subscription(JointState, '/joint_states', heard.append, 10)
+    alone = rclpy.executors.SingleThreadedExecutor(context=harness.context)
+    alone.add_node(listener)
+    try:
+        for _ in range(6000):             # at most 60 s: the listener matched
+            if robot.states.get_subscription_count() > 1:
+                break
+            alone.spin_once(timeout_sec=0.01)
+        for k in range(5):
+            robot.send(Q + 0.001 * k, np.zeros(6))
+        for _ in range(1200):             # delivered here, so to the controller's reader too
+            if len(heard) >= 5:
+                break
+            alone.spin_once(timeout_sec=0.05)
+        assert len(heard) == 5
+    finally:
+        alone.shutdown()
+        listener.destroy_node()
+    passes = iter([True, True, False])
+    controller.spin_on_state(harness.executor, lambda: next(passes))
+    harness.spin_until(lambda: len(robot.seen['output']) > outputs, 'the cycle')
+    harness.spin_for(20)
+    assert len(robot.seen['output']) == outputs + 1
+    np.testing.assert_allclose(controller._q, Q + 0.004, atol=0.0)
+    assert controller.superseded_states == 4
+
+
+def test_superseding_keeps_the_newest_message_of_each_joint_set():
+    from types import SimpleNamespace
+    owner = SimpleNamespace(superseded_states=0)
+    a1, b1, a2 = (SimpleNamespace(name=names) for names in (['a'], ['b'], ['a']))
+    newest = ComputedTorqueController._newest_states
+    assert newest(owner, [a1, b1, a2]) == [b1, a2] and owner.superseded_states == 1
+    assert newest(owner, [a1]) == [a1] and newest(owner, []) == []

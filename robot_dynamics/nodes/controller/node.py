@@ -62,6 +62,11 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
     def destroy_node(self):
         """A last zero effort (`_zero_on_exit`), then also the action server (rclpy's
         destroy_node leaves it, and the node, alive)."""
+        if getattr(self, 'superseded_states', 0):
+            self.get_logger().info(
+                f'{self.superseded_states} /joint_states were superseded by a newer one '
+                'before their cycle (the controller fell behind the state stream; each time '
+                'it answered the newest)')
         self._zero_on_exit()
         action = getattr(self, '_action', None)
         if action is not None:
@@ -83,6 +88,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._stale = False          # states timed out (or time went back): re-sync and hold
         self._last_t = -math.inf     # reference time of the last cycle [s]
         self._last_stamp = None      # on_state: stamp of the last accepted /joint_states
+        self.superseded_states = 0   # on_state: queued states dropped for a newer one
         self._last_now = -math.inf   # on_state: node clock when it was accepted
         self._last_raw = 0.0         # on_state: its header stamp as sent (0: not stamped)
         self._status = None
@@ -176,8 +182,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
                     raise
                 return                    # another thread shut the context down
 
-    @staticmethod
-    def _wait_and_take(wait_set, topics, timeout_ns):
+    def _wait_and_take(self, wait_set, topics, timeout_ns):
         (state_sub, _, _), (trajectory_sub, _, _) = topics
         with state_sub.handle, trajectory_sub.handle:
             wait_set.clear_entities()
@@ -185,10 +190,33 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             wait_set.add_subscription(trajectory_sub.handle)
             wait_set.wait(timeout_ns)
             for subscription, msg_type, callback in topics:
+                waiting = []
                 taken = subscription.handle.take_message(msg_type, False)
                 while taken is not None:
-                    callback(taken[0])
+                    waiting.append(taken[0])
                     taken = subscription.handle.take_message(msg_type, False)
+                if subscription is state_sub:
+                    waiting = self._newest_states(waiting)
+                for msg in waiting:
+                    callback(msg)
+
+    def _newest_states(self, waiting):
+        """The /joint_states to answer of those waiting, in order: a message is dropped when
+        a later one names the same joints (it carries newer values of all of them). After a
+        stall the cycle then answers the newest state once instead of every queued one in
+        turn, each older than the last; a publisher of only some joints still has its
+        newest message answered. Counted in superseded_states."""
+        if len(waiting) < 2:
+            return waiting
+        kept, seen = [], []
+        for msg in reversed(waiting):
+            names = list(msg.name)
+            if names in seen:
+                self.superseded_states += 1
+                continue
+            seen.append(names)
+            kept.append(msg)
+        return kept[::-1]
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
