@@ -275,7 +275,33 @@ def trial(args, which, duration, gains, folder):
               'series': (t_w - t0, error, tau[window])}
     if args.latency:
         result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
+    result['logs'] = stack_summary(folder)
     return result
+
+
+def stack_summary(folder):
+    """What the run's logs say of the loop: controller_manager's overruns (count, cycles
+    missed, the longest) and the plant's loop statistics line."""
+    import re
+    out = []
+    try:
+        with open(os.path.join(folder, 'controller_manager.log'), encoding='utf-8') as f:
+            took = [float(m.group(1)) for m in re.finditer(
+                r'loop took ([0-9.]+) ms \(missed cycles : ([0-9]+)\)', f.read())]
+        if took:
+            out.append(f'controller_manager: {len(took)} overruns, longest {max(took):.1f} ms')
+        else:
+            out.append('controller_manager: no overrun')
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(folder, 'plant.log'), encoding='utf-8') as f:
+            loop = [line for line in f if 'free-running loop' in line]
+        if loop:
+            out.append('plant: ' + loop[-1].split('free-running loop', 1)[1].strip())
+    except OSError:
+        pass
+    return out
 
 
 def _after(first, second):
@@ -389,6 +415,8 @@ def show(label, result):
         print('    ~/error max      ' + ' '.join(f'{1e3 * v:8.2f}' for v in result['seen_max']))
     for hop, (median, p99, count) in result.get('hops', {}).items():
         print(f'    hop {hop:34s} median {median:.3f} ms, p99 {p99:.3f} ms ({count})')
+    for line in result.get('logs', ()):
+        print(f'    {line}')
     sys.stdout.flush()
 
 
