@@ -275,16 +275,18 @@ def trial(args, which, duration, gains, folder):
               'series': (t_w - t0, error, tau[window])}
     if args.latency:
         result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
-    result['logs'] = stack_summary(folder)
+    result['logs'] = stack_summary(folder, manager=not direct)
     return result
 
 
-def stack_summary(folder):
-    """What the run's logs say of the loop: controller_manager's overruns (count, cycles
-    missed, the longest) and the plant's loop statistics line."""
+def stack_summary(folder, manager=True):
+    """What the run's logs say of the loop: controller_manager's overruns (count, the
+    longest; `manager` False: none ran) and the plant's loop statistics line."""
     import re
     out = []
     try:
+        if not manager:
+            raise OSError('no controller_manager in this trial')
         with open(os.path.join(folder, 'controller_manager.log'), encoding='utf-8') as f:
             took = [float(m.group(1)) for m in re.finditer(
                 r'loop took ([0-9.]+) ms \(missed cycles : ([0-9]+)\)', f.read())]

@@ -672,13 +672,15 @@ class PlantSimulator(Node):
 def phase_shift(due, arrival, period):
     """How much earlier [s] to put a free-running plant's tick grid so that its ticks fall
     PHASE_TARGET periods after the commands arrive, as a fieldbus device locks to its
-    master's cycle: PHASE_GAIN of the error at each tick (|shift| <= PHASE_GAIN x period, the
-    period itself unchanged). The state answering a command then leaves at a steady time
-    after it, whatever phase the two loops started with, and a command waits at most that
-    long to act. due: steady time [s] the tick is due; arrival: of the last command before
-    it."""
-    waited = min(max(due - arrival, -period), period)
-    return PHASE_GAIN * (waited - PHASE_TARGET * period)
+    master's cycle: PHASE_GAIN of the phase error at each tick, the error wrapped to half a
+    period either way (a command that came just after a tick means the tick was a little
+    early, not almost a period late: unwrapped, the jitter around the target pulled the grid
+    ever earlier and the simulation ran faster than the wall clock). The state answering a
+    command then leaves at a steady time after it, whatever phase the two loops started
+    with, and a command waits about that long to act. due: steady time [s] the tick is due;
+    arrival: of the last command before it."""
+    error = (due - arrival) - PHASE_TARGET * period
+    return PHASE_GAIN * ((error + 0.5 * period) % period - 0.5 * period)
 
 def _own_loop(node):
     """The free-running loop if the plant runs on the wall clock (not publish_clock, not
