@@ -181,7 +181,7 @@ def test_the_bag_holds_the_motion(sent):
     recording = read_joint_states(folder / 'bag', JOINTS)
     assert recording.time_source == 'header stamps'
     during = (recording.t >= began) & (recording.t <= began + DURATION)
-    assert recording.t[0] <= began + 2 * PERIOD                 # from the start of the motion
+    assert recording.t[0] <= began          # recording before the goal was sent (matched)
     assert recording.t[-1] >= began + DURATION - 2 * PERIOD     # to its end
     assert np.count_nonzero(during) >= 0.9 * DURATION / PERIOD  # every state, or nearly
     expected = np.column_stack([np.interp(recording.t[during] - began, times, q[:, j])
@@ -362,3 +362,26 @@ def test_an_arm_that_moves_while_the_motion_is_planned_gets_nothing(arm):
     assert code == 1, text
     assert 'the arm moved while the motion was planned: joint_1 is at' in text
     assert len(stand_in.goals) == count
+
+
+@pytest.mark.parametrize('running', [True, False])
+def test_no_state_reaching_the_recorder_sends_nothing(arm, running):
+    """The recorder waits for its first state before anything is sent: here the stand-in's
+    publisher is there but silent (its harness is not spun), so the wait ends without one:
+    exit 1 when it timed out, 130 on a stop."""
+    import types
+    import rclpy
+    from robot_dynamics.nodes.identify.common import NOT_ENDED, STOPPED
+    from robot_dynamics.nodes.identify.send import PlanSender, recording_started
+    harness, _ = arm
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = PlanSender(types.SimpleNamespace(states_topic='/joint_states', send=ACTION), JOINTS,
+                      lambda: running, context=context)
+    try:
+        assert recording_started(node, 0.5) == (NOT_ENDED if running else STOPPED)
+        assert not node.recorded and node._recorder is None     # unsubscribed again
+    finally:
+        node.executor_.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)

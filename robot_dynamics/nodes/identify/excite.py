@@ -114,9 +114,12 @@ class ExcitationRecorder(ExcitationSender):
 
     # ------------------------------------------------------------------ recording
 
-    def start_recording(self):
-        """Subscribe to the raw /joint_states with its publishers' reliability; the parsed
-        subscription is no longer needed (half the callbacks)."""
+    def start_recording(self, timeout):
+        """Subscribe to the raw /joint_states with its publishers' reliability (the parsed
+        subscription is no longer needed: half the callbacks), and wait until the new
+        subscription has received a state: it matches its publishers only after discovery
+        (tens of ms, seconds on a busy machine), and a motion sent before would be recorded
+        without its beginning. False when no state came within `timeout` s or on a stop."""
         topic = self.states_topic
         publishers = self.get_publishers_info_by_topic(topic)
         self.publishers_ = sorted({p.node_name for p in publishers})
@@ -129,6 +132,7 @@ class ExcitationRecorder(ExcitationSender):
         self._recording = True
         self._recorder = self.create_subscription(JointState, topic, self._on_raw_state, qos,
                                                   raw=True)
+        return self.spin_until(lambda: bool(self.recorded), timeout)
 
     def _on_raw_state(self, data):
         if self._recording:
@@ -222,6 +226,18 @@ def excitation_command(excitation, joints, duration, period=SAMPLE_PERIOD):
     return TrajectoryCommand(tuple(joints), points, 0.0)
 
 
+def recording_started(node, timeout):
+    """None once the recorder has its first state; else the exit status, said."""
+    if node.start_recording(timeout):
+        return None
+    node.stop_recording()
+    if not node.running():
+        return STOPPED
+    node.get_logger().error(f'no {node.states_topic} reached the recorder within {timeout:g} s '
+                            '(its publisher stopped?); nothing sent')
+    return NOT_ENDED
+
+
 def run(node, options):
     """Returns the exit status."""
     log = node.get_logger()
@@ -256,7 +272,9 @@ def run(node, options):
                   f'{node.publisher.topic_name} within {options.timeout:g} s; is the '
                   'controller running (check --controller)?')
         return 1
-    node.start_recording()
+    code = recording_started(node, options.timeout)
+    if code is not None:
+        return code
     if found == 'action':
         code = node.run_goal(trajectory, options.timeout)
     else:

@@ -31,7 +31,7 @@ from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.identification.recordings import BagError, read_joint_states
 from robot_dynamics.nodes.identify import plan as identify_plan
 from robot_dynamics.nodes.identify.common import missing_libraries, NOT_ENDED, STOPPED
-from robot_dynamics.nodes.identify.excite import ExcitationRecorder
+from robot_dynamics.nodes.identify.excite import ExcitationRecorder, recording_started
 from robot_dynamics.trajectories.sampler import TrajectoryCommand, TrajectoryPoint
 
 NODE_NAME = 'identify_plan'
@@ -182,7 +182,9 @@ def run(node, options, model, joints, workspace):
                   f'{node.position()[j]:.6g}, the motion starts at {plan.q[0][j]:.6g}; '
                   'nothing sent')
         return NOT_ENDED
-    node.start_recording()
+    code = recording_started(node, options.timeout)
+    if code is not None:
+        return code
     log.info(f'sending the motion to {options.send}'
              + (f', recording {node.states_topic}' if options.record else ''))
     code = node.run_goal(goal_trajectory(plan), options.timeout)
