@@ -36,6 +36,7 @@ setup(
             'excite = robot_dynamics.nodes.excite:main',
             'identify = robot_dynamics.nodes.identify:main',
             'robot_description = robot_dynamics.nodes.robot_description:main',
+            'model_from_mjcf = robot_dynamics.nodes.model_from_mjcf:main',
         ],
     },
 )

@@ -43,12 +43,13 @@ def drives_file(folder):
     return path, terms
 
 
-def run_demo(folder, engine, extra_files=()):
+def run_demo(folder, engine, extra_files=(), extra_args=(), name=None):
     """The demo's largest |q_ref - q| per joint (rad) and the engines the plant made."""
-    table = os.path.join(folder, f'{engine}.csv')
+    table = os.path.join(folder, f'{name or engine}.csv')
     ros_args = ['--ros-args', '-p', f'plant_simulator:engine:={engine}']
     for path in extra_files:
         ros_args += ['--params-file', path]
+    ros_args += list(extra_args)
     assert sim.main(['--robot', 'panda', '--duration', str(DURATION), '--csv', table,
                      *ros_args]) == 0
     with open(table, encoding='utf-8', newline='') as stream:
@@ -92,3 +93,78 @@ def test_the_panda_demo_on_mujoco_tracks_within_twice_the_own_plant(drives, tmp_
           f'{np.max(mujoco) * 1e3:.4f} mrad; per joint own {own}, MuJoCo {mujoco}')
     assert np.max(own) > 0.0
     assert np.max(mujoco) <= 2.0 * np.max(own)
+
+
+def panda_with_hand_mjcf(path):
+    """A Panda as arm files in MuJoCo Menagerie's style describe it (written here from
+    config/panda.yaml's links): bodies placed by the modified DH parameters, full inertias,
+    a joint defaults class with a drive's rotor inertia and damping, a 0.73 kg hand after
+    the flange with two slide-joint fingers coupled by an equality, position servos with
+    force ranges (which the plant switches off), no meshes. The controller's robot file
+    knows none of the hand, the rotor inertia or the damping."""
+    with open(PANDA, encoding='utf-8') as stream:
+        robot = yaml.safe_load(stream)['/**']['ros__parameters']['robot']
+    bodies, close = [], []
+    for k in range(7):
+        a, alpha, d = robot['a'][k], robot['alpha'][k], robot['d'][k]
+        ixx, ixy, ixz, iyy, iyz, izz = robot['inertia'][6 * k:6 * k + 6]
+        com = ' '.join(repr(v) for v in robot['com'][3 * k:3 * k + 3])
+        y, z = float(-np.sin(alpha) * d), float(np.cos(alpha) * d)
+        bodies.append(
+            f'<body name="link{k + 1}" pos="{a!r} {y!r} {z!r}" '
+            f'euler="{alpha!r} 0 0"><joint name="joint{k + 1}" '
+            f'range="{robot["position_min"][k]!r} {robot["position_max"][k]!r}"/>'
+            f'<inertial mass="{robot["mass"][k]!r}" pos="{com}" '
+            f'fullinertia="{ixx!r} {iyy!r} {izz!r} {ixy!r} {ixz!r} {iyz!r}"/>')
+        close.append('</body>')
+    fingers = ''.join(
+        f'<body name="{side}_finger" pos="0 0 0.0584" euler="0 0 {turn}">'
+        f'<joint name="finger_{side}" class="finger"/><inertial mass="0.015" pos="0 0 0" '
+        'diaginertia="2.4e-6 2.4e-6 7.5e-7"/></body>' for side, turn in (('left', 0),
+                                                                          ('right', 3.14159265)))
+    hand = ('<body name="flange" pos="0 0 0.107"><body name="hand" euler="0 0 -0.785398163">'
+            '<inertial mass="0.73" pos="-0.01 0 0.03" diaginertia="0.001 0.0025 0.0017"/>'
+            f'{fingers}</body></body>')
+    servos = ''.join(f'<position joint="joint{k + 1}" kp="3000" forcerange="-{limit} {limit}"/>'
+                     for k, limit in enumerate(robot['effort_max']))
+    text = f"""<mujoco model="panda_hand">
+  <compiler angle="radian" autolimits="true"/>
+  <default><default class="arm"><joint armature="0.1" damping="1.0" axis="0 0 1"/>
+    <default class="finger"><joint type="slide" axis="0 1 0" range="0 0.04"/></default>
+  </default></default>
+  <worldbody><body name="link0" childclass="arm">
+    <inertial mass="0.63" pos="-0.04 0 0.05" diaginertia="0.003 0.004 0.004"/>
+    {''.join(bodies)}{hand}{''.join(close)}
+  </body></worldbody>
+  <equality><joint joint1="finger_left" joint2="finger_right"/></equality>
+  <actuator>{servos}</actuator>
+</mujoco>
+"""
+    with open(path, 'w', encoding='utf-8') as stream:
+        stream.write(text)
+    return path
+
+
+def test_the_arm_of_an_mjcf_file_given_to_the_controller_tracks_as_on_the_own_plant(
+        tmp_path, engines_made):
+    """The plant runs a user's MJCF arm (`mujoco.model_file`); `model_from_mjcf` gives the
+    controller that arm: the demo's largest error on MuJoCo within 2x the own plant's on
+    the converted model, where config/panda.yaml alone (no hand, rotor inertia or damping)
+    is many times worse."""
+    from robot_dynamics.nodes import model_from_mjcf
+    mjcf = panda_with_hand_mjcf(str(tmp_path / 'panda_hand.xml'))
+    converted = str(tmp_path / 'panda_hand.yaml')
+    assert model_from_mjcf.main([mjcf, '--output', converted]) == 0
+    on_file = ['-p', f'plant_simulator:mujoco.model_file:={mjcf}']
+    own = run_demo(str(tmp_path), 'own', (converted,), name='own_converted')
+    matched = run_demo(str(tmp_path), 'mujoco', (converted,), on_file, name='mujoco_converted')
+    alone = run_demo(str(tmp_path), 'mujoco', (), on_file + [
+        '-p', 'joints:=[joint1, joint2, joint3, joint4, joint5, joint6, joint7]'],
+        name='mujoco_robot_file')
+    assert [type(e).__name__ for e in engines_made] == ['OwnEngine', 'MujocoEngine',
+                                                       'MujocoEngine']
+    print(f'largest tracking error: own plant, converted model {np.max(own) * 1e3:.4f} mrad; '
+          f'MuJoCo, converted {np.max(matched) * 1e3:.4f} mrad; MuJoCo, robot file alone '
+          f'{np.max(alone) * 1e3:.4f} mrad')
+    assert 0.0 < np.max(matched) <= 2.0 * np.max(own)
+    assert np.max(alone) > 10.0 * np.max(matched)

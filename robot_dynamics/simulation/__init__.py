@@ -14,7 +14,8 @@ T_c = 0.01 s; the integrator and h are the project's choice (doc/reproductions.m
 comparison; any callable with the same signature works.
 
 The package's modules: `integration` (RK4 and Euler steps, joint stops), `engines` (the
-plant's engines), `engine_frames` (external wrench frames), `mujoco_engine` (MuJoCo).
+plant's engines), `engine_frames` (external wrench frames), `mujoco_engine` (MuJoCo),
+`mjcf_model` (the robot model of an MJCF arm).
 """
 
 import math
