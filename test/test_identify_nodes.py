@@ -67,7 +67,7 @@ class Loop:
     """Plant and controller in one executor, simulated time in lock-step, and a probe
     that publishes moves and reads the controller's ~/error."""
 
-    def __init__(self, *param_files):
+    def __init__(self, *param_files, controller_parameters=()):
         self.harness = RosHarness(*param_files)
         context = self.harness.context
         self.plant = self.harness.add(PlantSimulator(context=context, parameter_overrides=[
@@ -81,7 +81,7 @@ class Loop:
                 Parameter('use_sim_time', value=True),
                 Parameter('control_mode', value='on_state'),
                 Parameter('state_timeout', value=0.5),
-                Parameter('publish_state', value=True)]))
+                Parameter('publish_state', value=True), *controller_parameters]))
         self.probe = self.harness.add(Node('probe', context=context))
         self.errors = []
         self.probe.create_subscription(JointState, f'{CONTROLLER}/error', self._on_error, 100)
@@ -227,3 +227,21 @@ def test_excite_without_control_msgs_sends_the_motion_on_the_topic(tmp_path):
     assert recording.duration >= duration - 0.1
     assert len(recording.segments()) == 1
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)                   # every joint moved
+
+
+def test_an_aborted_excitation_keeps_its_recording_and_says_so(tmp_path):
+    """The controller's path tolerance (0.1 mrad on joint 2, which the perturbed arm
+    leaves at once) aborts the goal: exit 4 (did not succeed), and the bag of the motion
+    so far is written all the same, with a line saying so."""
+    loop = Loop(PUMA, controller_parameters=[
+        Parameter('constraints.joint_2.trajectory', value=1e-4)])
+    try:
+        process = launch('excite', '--duration', '4', '--iterations', '0', '--timeout', '60',
+                         '--record', str(tmp_path / 'bag'))
+        code, output = loop.finish(process)
+    finally:
+        loop.close()
+    assert code == 4, output
+    assert 'kept although the goal did not succeed' in output, output
+    recording = read_joint_states(tmp_path / 'bag', JOINTS)
+    assert len(recording) > 1 and recording.duration < 4.0

@@ -280,7 +280,9 @@ def run(node, options):
     else:
         code = node.run_topic(trajectory, options.duration, options.timeout)
     node.stop_recording()
-    if code != 0:
+    # an aborted goal moved the arm too (e.g. a path tolerance): the recording is kept, for
+    # the user to judge, as `identify plan --send` keeps it
+    if code not in (0, trajectory_client.FAILED):
         return code
     if not node.recorded:
         log.error(f'nothing recorded on {node.states_topic} during the motion')
@@ -292,9 +294,11 @@ def run(node, options):
         log.error(str(error))
         return 2
     log.info(f'recorded {count} messages of {node.states_topic} into {options.record} '
-             f'(effort timing {timing}: {why}); next: identify estimate --params-file '
-             f'ROBOT.yaml --bag {options.record} --output identified.yaml')
-    return 0
+             f'(effort timing {timing}: {why})'
+             + ('' if code == 0 else ' (kept although the goal did not succeed)')
+             + f'; next: identify estimate --params-file ROBOT.yaml --bag {options.record} '
+             '--output identified.yaml')
+    return code
 
 
 def run_excite(argv, options):
