@@ -276,3 +276,36 @@ def test_an_output_that_cannot_be_written_exits_1_naming_it(tmp_path, capsys):
     assert model_from_mjcf.main([str(mjcf), '--output', str(target)]) == 1
     assert mjcf.read_text() == ARM
     assert f'--output: cannot write {target}' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('urdf_option', [False, True], ids=['inline', 'urdf_file'])
+def test_after_a_urdf_robot_file_the_mjcf_arm_replaces_it(tmp_path, urdf_option):
+    """A URDF robot file (the UR5 of test/data, its own base and tip links, URDF friction
+    on, the URDF as a file) and then the converted file: the model is the MJCF arm, none of
+    the first file's URDF settings applies to it. With --urdf the URDF is its own file,
+    named by the parameter file."""
+    from robot_dynamics.nodes import model_from_mjcf
+    mjcf = tmp_path / 'test_arm.xml'
+    mjcf.write_text(ARM)
+    out, urdf = tmp_path / 'arm.yaml', tmp_path / 'arm.urdf'
+    extra = ['--urdf', str(urdf)] if urdf_option else []
+    assert model_from_mjcf.main([str(mjcf), '--output', str(out), *extra]) == 0
+    robot_file = tmp_path / 'ur5.yaml'
+    robot_file.write_text(
+        '/**:\n  ros__parameters:\n    robot:\n      source: urdf\n'
+        f'      urdf_file: {os.path.join(REPO, "test", "data", "ur5.urdf")}\n'
+        '      base_link: base_link\n      tip_link: tool0\n      use_urdf_friction: true\n')
+    layered = layered_parameters([str(robot_file), str(out)])
+    if urdf_option:
+        assert layered['robot.urdf'] == '' and layered['robot.urdf_file'] == str(urdf)
+        assert urdf.read_text() == converted(ARM)[1]['urdf'].replace(
+            '<robot name="mjcf_arm">', '<robot name="test_arm">')      # named after the file
+    else:
+        assert layered['robot.urdf_file'] == '' and layered['robot.urdf'].startswith('<?xml')
+    model = RobotModel.from_params({key[len('robot.'):]: value for key, value in layered.items()
+                                    if key.startswith('robot.')})
+    mj = mujoco_engine.compile_mjcf(ARM)
+    q, qd, qdd = (row[0] for row in states(3, seed=13))
+    expected = mujoco_inverse(mj, JOINTS, q, qd, qdd) + np.array([0.0, 0.0, 0.3]) * np.sign(qd)
+    assert np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), expected, rtol=1e-9,
+                       atol=1e-9)

@@ -31,6 +31,10 @@ def main(argv=None):
     parser.add_argument('--joints', nargs='+', metavar='NAME',
                         help='the driven joints (default: every hinge joint, one chain)')
     parser.add_argument('--output', metavar='FILE', help='write here (default: print)')
+    parser.add_argument('--urdf', metavar='FILE',
+                        help='also write the URDF here (e.g. for robot_state_publisher); the '
+                        'parameter file then names it (robot.urdf_file, an absolute path) '
+                        'instead of holding it')
     args = parser.parse_args(argv)
     try:
         mj = load_mjcf_file(args.mjcf)
@@ -38,20 +42,24 @@ def main(argv=None):
             warnings.simplefilter('always', MjcfModelWarning)
             arm = arm_of_mjcf(mj, args.joints,
                               os.path.splitext(os.path.basename(args.mjcf))[0])
-        text = parameter_file_text(arm, os.path.basename(args.mjcf))
+        urdf_file = os.path.abspath(args.urdf) if args.urdf else None
+        text = parameter_file_text(arm, os.path.basename(args.mjcf), urdf_file=urdf_file)
     except (ImportError, ValueError) as error:
         print(f'model_from_mjcf: {str(error).replace("mujoco.model_file: ", "")}',
               file=sys.stderr)
         return 1
     for warning in said:
         print(f'model_from_mjcf: warning: {warning.message}', file=sys.stderr)
+    for option, path, content in (('--urdf', args.urdf, arm['urdf']),
+                                  ('--output', args.output, text)):
+        if path:
+            try:
+                write_file(path, content)
+            except OSError as error:
+                print(f'model_from_mjcf: {option}: cannot write {path}: {error.strerror}',
+                      file=sys.stderr)
+                return 1
     if args.output:
-        try:
-            write_file(args.output, text)
-        except OSError as error:
-            print(f'model_from_mjcf: --output: cannot write {args.output}: {error.strerror}',
-                  file=sys.stderr)
-            return 1
         print(f'model_from_mjcf: wrote {args.output}: joints {arm["joints"]}, links '
               f'{arm["links"]}', file=sys.stderr)
     else:

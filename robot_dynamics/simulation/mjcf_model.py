@@ -275,11 +275,18 @@ def _text(values):
     return ' '.join(_num(v) for v in values)
 
 
-def parameter_file_text(arm, source, section='/**'):
+def parameter_file_text(arm, source, section='/**', urdf_file=None):
     """The ROS 2 parameter file of `arm` (`arm_of_mjcf`): joints and the robot block with
-    source urdf; layered after a robot file, its model and joints replace the file's."""
+    source urdf, the URDF inline (``robot.urdf``) or, with `urdf_file`, that file's path.
+    Layered after a robot file, its model and joints replace the file's: the URDF keys a
+    URDF robot file may hold (the other of urdf / urdf_file, base_link, tip_link,
+    use_urdf_friction, lock_side_joints) are set too, so none of them applies to this URDF."""
     from robot_dynamics.parameters import layering
-    parameters = {'joints': arm['joints'], 'robot.source': 'urdf', 'robot.urdf': arm['urdf'],
+    parameters = {'joints': arm['joints'], 'robot.source': 'urdf',
+                  'robot.urdf': '' if urdf_file else arm['urdf'],
+                  'robot.urdf_file': urdf_file or '',
+                  'robot.base_link': BASE_LINK, 'robot.tip_link': arm['links'][-1],
+                  'robot.use_urdf_friction': False, 'robot.lock_side_joints': False,
                   'robot.gravity': arm['gravity'], 'robot.armature': arm['armature'],
                   'robot.viscous_friction': arm['viscous_friction'],
                   'robot.coulomb_friction': arm['coulomb_friction']}
