@@ -112,6 +112,20 @@ def mujoco_inverse(mj, joints, q, qd, qdd):
     return data.qfrc_inverse[dadr].copy()
 
 
+def assert_the_test_arm(layered, seed):
+    """The model of the layered parameters {name: value} has ARM's inverse dynamics (as
+    MuJoCo computes it, with the wrist's frictionloss as Coulomb friction fc sign(q̇)) at
+    one random state; the model."""
+    model = RobotModel.from_params({key[len('robot.'):]: value for key, value in layered.items()
+                                    if key.startswith('robot.')})
+    q, qd, qdd = (row[0] for row in states(3, seed=seed))
+    expected = (mujoco_inverse(mujoco_engine.compile_mjcf(ARM), JOINTS, q, qd, qdd)
+                + np.array([0.0, 0.0, 0.3]) * np.sign(qd))
+    assert np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), expected, rtol=1e-9,
+                       atol=1e-9)
+    return model
+
+
 def states(n, count=20, seed=3):
     rng = np.random.default_rng(seed)
     return (rng.uniform(-1.2, 1.2, (count, n)), rng.uniform(-2.0, 2.0, (count, n)),
@@ -233,14 +247,7 @@ def test_the_command_writes_a_parameter_file_that_replaces_the_robot_files_model
         '      velocity_max: [2.0, 2.0, 3.0]\n'
         '    gains:\n      kp: [100.0, 100.0, 100.0]\n')
     layered = layered_parameters([str(robot_file), str(out)])
-    model = RobotModel.from_params({key[len('robot.'):]: value for key, value in layered.items()
-                                    if key.startswith('robot.')})
-    mj = mujoco_engine.compile_mjcf(ARM)
-    q, qd, qdd = (row[0] for row in states(3, seed=11))
-    # MuJoCo's frictionloss (a constraint) as the model's Coulomb friction: fc sign(q̇)
-    expected = mujoco_inverse(mj, JOINTS, q, qd, qdd) + np.array([0.0, 0.0, 0.3]) * np.sign(qd)
-    assert np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), expected, rtol=1e-9,
-                       atol=1e-9)
+    model = assert_the_test_arm(layered, seed=11)
     assert list(model.velocity_max) == [2.0, 2.0, 3.0]     # the robot file's limits stay
     assert layered['joints'] == JOINTS and layered['gains.kp'] == [100.0] * 3
 
@@ -302,10 +309,4 @@ def test_after_a_urdf_robot_file_the_mjcf_arm_replaces_it(tmp_path, urdf_option)
             '<robot name="mjcf_arm">', '<robot name="test_arm">')      # named after the file
     else:
         assert layered['robot.urdf_file'] == '' and layered['robot.urdf'].startswith('<?xml')
-    model = RobotModel.from_params({key[len('robot.'):]: value for key, value in layered.items()
-                                    if key.startswith('robot.')})
-    mj = mujoco_engine.compile_mjcf(ARM)
-    q, qd, qdd = (row[0] for row in states(3, seed=13))
-    expected = mujoco_inverse(mj, JOINTS, q, qd, qdd) + np.array([0.0, 0.0, 0.3]) * np.sign(qd)
-    assert np.allclose(dynamics.inverse_dynamics(model, q, qd, qdd), expected, rtol=1e-9,
-                       atol=1e-9)
+    assert_the_test_arm(layered, seed=13)

@@ -34,7 +34,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from robot_dynamics.model.urdf import matrix_rpy
-from robot_dynamics.simulation.mujoco_engine import _mujoco, load_mjcf_file
+from robot_dynamics.simulation.mujoco_engine import _mujoco, _num, _text
 
 BASE_LINK = 'world'
 
@@ -264,15 +264,6 @@ def _warn_unmodelled(mj, ids, names, bodies, group):
         warnings.warn(f'joints {coupled} are coupled by a tendon or an equality constraint '
                       'in the MJCF; the controller\'s model drives them independently',
                       MjcfModelWarning, stacklevel=3)
-
-
-def _num(value):
-    value = float(value)
-    return repr(value if abs(value) >= 1e-15 else 0.0)
-
-
-def _text(values):
-    return ' '.join(_num(v) for v in values)
 
 
 def parameter_file_text(arm, source, section='/**', urdf_file=None):
