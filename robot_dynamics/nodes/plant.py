@@ -144,6 +144,10 @@ class PlantSimulator(Node):
         self.velocity_peak = np.zeros(n)     # largest |q̇| beyond velocity_max since then
         self.braked = self.brakes            # brakes hold the joints (until a command)
         self._wall_start = None              # free-running: steady time tick 0 was due [s]
+        self._stretch = 0.0                  # ... wall time [s] the ticks still have to
+        #                                      integrate for the moves of the tick grid
+        self._stretched = 0.0                # ... simulated time [s] added for them so far
+        self._grid_stamps = False            # ... states stamped when their tick was due
         self.ticks = 0                       # free-running: ticks integrated
         self.late_ticks = 0                  # ... processed > tick_period after they were due
         self.dropped_ticks = 0               # ... beyond MAX_CATCH_UP, not integrated
@@ -435,6 +439,7 @@ class PlantSimulator(Node):
         self._timer.cancel()
         if self._wall_start is None:
             self._wall_start = self._wall_origin = time.monotonic()
+        self._grid_stamps = True
         serve_at = time.monotonic()
         running = running or self.context.ok
         while running() and self.context.ok() and not self.stopped:
@@ -473,8 +478,11 @@ class PlantSimulator(Node):
     def _lock_phase(self, arrival):
         """publish_on_command: the tick grid moved by `phase_shift` (the tick due now and
         the arrival of the last command taken for it)."""
-        self._wall_start -= phase_shift(self._wall_start + self.ticks * self.tick_period,
-                                        arrival, self.tick_period)
+        shift = phase_shift(self._wall_start + self.ticks * self.tick_period, arrival,
+                            self.tick_period)
+        self._wall_start -= shift
+        self._stretch -= shift   # the simulated arm keeps to the wall clock: the tick that
+        #                          comes earlier integrates that much less (`_advance`)
 
     def _timer_due(self, now):
         """The steady time [s] this timer call was due: the timer's next call (rcl keeps
@@ -492,7 +500,7 @@ class PlantSimulator(Node):
 
     def _counters(self):
         return (time.monotonic(), self._steps, self.ticks, self.late_ticks,
-                self.dropped_ticks, self.unanswered_states)
+                self.dropped_ticks, self.unanswered_states, self._stretched)
 
     def loop_statistics(self):
         """Free-running, since the first command closed the loop (before it: since the
@@ -501,10 +509,10 @@ class PlantSimulator(Node):
         origin = self._closed_at
         if origin is None:
             origin = (self._wall_origin if self._wall_start is not None else time.monotonic(),
-                      0, 0, 0, 0, 0)
-        wall, steps, ticks, late, dropped, unanswered = (
+                      0, 0, 0, 0, 0, 0.0)
+        wall, steps, ticks, late, dropped, unanswered, stretched = (
             b - a for a, b in zip(origin, self._counters()))
-        simulated = steps * self.dt
+        simulated = steps * self.dt + stretched
         return {'closed_loop': self._closed_at is not None, 'ticks': ticks,
                 'late_ticks': late, 'dropped_ticks': dropped,
                 'unanswered_states': unanswered, 'simulated': simulated, 'wall': wall,
@@ -531,7 +539,7 @@ class PlantSimulator(Node):
         if self.stopped:
             return
         self._take_new_model()
-        clock_ns = None if self.publish_clock else self.get_clock().now().nanoseconds
+        clock_ns = None if self.publish_clock else self._tick_stamp_ns()
         now = self.sim_time if clock_ns is None else clock_ns * 1e-9
         tau = self.effort(now)
         q, qd = self.q, self.qd
@@ -539,8 +547,10 @@ class PlantSimulator(Node):
             qd, tau = np.zeros(self.model.n), np.zeros(self.model.n)
             self.stop_effort = np.zeros(self.model.n)
         else:
+            stretch = self._take_stretch()
             q, qd, stop, peak = self.engine.advance(self.model, q, qd, tau,
-                                                    self.steps_per_tick * ticks)
+                                                    self.steps_per_tick * ticks, stretch)
+            self._stretched += stretch
             if stop is not None:
                 self.stop_effort = stop
                 if peak is not None:
@@ -564,6 +574,27 @@ class PlantSimulator(Node):
         self._check_velocity(qd)
         if self.publish_clock or self._publication_due():
             self._publish(clock_ns)
+
+    def _take_stretch(self):
+        """The wall time [s] to add to this tick's integration for the moves of the tick
+        grid (publish_on_command), at most half a step per tick, the rest carried on."""
+        if not self._stretch:
+            return 0.0
+        stretch = min(max(self._stretch, -0.5 * self.dt), 0.5 * self.dt)
+        self._stretch -= stretch
+        return stretch
+
+    def _tick_stamp_ns(self):
+        """The node clock [ns] when the tick being integrated was due on the grid of the
+        plant's own loop (not when the loop woke up for it: that jitter is not the arm's),
+        else now."""
+        now_ns = self.get_clock().now().nanoseconds
+        if not self._grid_stamps or self._wall_start is None:
+            return now_ns
+        late = time.monotonic() - (self._wall_start + (self.ticks - 1) * self.tick_period)
+        if late <= 0.0:
+            return now_ns
+        return now_ns - round(late * 1e9)
 
     def _publication_due(self):
         """Free-running: always; with publish_on_command once a command has arrived since

@@ -101,10 +101,23 @@ class OwnEngine:
             return np.zeros(model.n)
         return self._extra(model, np.asarray(q, dtype=float), None)
 
-    def advance(self, model, q, qd, tau, steps):
+    def advance(self, model, q, qd, tau, steps, stretch=0.0):
         """`steps` steps from (q, q̇) under `tau` (held): (q, q̇, stop effort at the end
-        (n,), largest |stop effort| over the steps (n,) or None without stops)."""
-        dt, extra = self.dt, self._extra
+        (n,), largest |stop effort| over the steps (n,) or None without stops).
+        stretch [s]: added to the first step's length (|stretch| < dt), for a free-running
+        plant whose tick grid moved: its simulated time stays on the wall clock."""
+        if not stretch:
+            return self._advance(model, q, qd, tau, steps, self.dt)
+        q, qd, stop, peak = self._advance(model, q, qd, tau, 1, self.dt + stretch)
+        if steps <= 1:
+            return q, qd, stop, peak
+        q, qd, stop, later = self._advance(model, q, qd, tau, steps - 1, self.dt)
+        if peak is None or later is None:
+            return q, qd, stop, later if peak is None else peak
+        return q, qd, stop, np.maximum(peak, later)
+
+    def _advance(self, model, q, qd, tau, steps, dt):
+        extra = self._extra
         if extra is not None:
             extra_of_model = lambda q_, qd_: extra(model, q_, qd_)   # noqa: E731
         else:

@@ -410,10 +410,11 @@ class MujocoEngine:
     def prepare(self, model, q):
         pass
 
-    def advance(self, model, q, qd, tau, steps):
+    def advance(self, model, q, qd, tau, steps, stretch=0.0):
         """`steps` mj_steps from (q, q̇) of the controller's joints (the other joints keep
         their MuJoCo state) under `tau` (held): (q, q̇, None, None) — MuJoCo's limits and
-        contacts are constraints inside its step, not reported as stop efforts."""
+        contacts are constraints inside its step, not reported as stop efforts.
+        stretch [s]: added to the first step's length (|stretch| < the timestep)."""
         mujoco, d = self._mj, self.data
         if q is not self._q:
             d.qpos[self.qadr] = q
@@ -421,8 +422,20 @@ class MujocoEngine:
             d.qvel[self.dadr] = qd
         d.qfrc_applied[self.dadr] = tau
         unstable = d.warning[self._bad_qacc].number
+        if stretch:
+            options = self.mj.opt
+            timestep = options.timestep
+            options.timestep = timestep + stretch
+            try:
+                if self._wrench is not None:
+                    self._apply_wrench()
+                mujoco.mj_step(self.mj, d)
+            finally:
+                options.timestep = timestep
+            steps -= 1
         if self._wrench is None:
-            mujoco.mj_step(self.mj, d, steps)
+            if steps > 0:
+                mujoco.mj_step(self.mj, d, steps)
         else:
             for _ in range(steps):
                 self._apply_wrench()
