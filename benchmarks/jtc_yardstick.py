@@ -6,6 +6,7 @@ joint_trajectory_controller and topic_based_ros2_control installed (never in CI)
 
     python3 benchmarks/jtc_yardstick.py [--robot puma560] [--durations 2.0 1.0]
                                         [--omegas 10 20 40 80] [--integral 0 0.2]
+                                        [--repeat 3]
 
 Per trial the script starts, as its own processes: this package's robot_description
 publisher (the URDF with the <ros2_control> block of launch/ros2_control_sim.launch.py),
@@ -22,7 +23,9 @@ last time any |error| exceeded `--settle` rad).
 JTC gains: for each ωn of `--omegas` [rad/s] (damping ratio 1) and each integral factor c
 of `--integral`, per joint p = m ωn², d = 2 m ωn, i = c ωn p, where m is the joint's
 diagonal mass-matrix entry at the start pose (the inertia the PID drives); the trial with the
-smallest largest error on the first duration is then run on the others.
+smallest largest error on the first duration is then run on the others. With `--repeat N`
+each trial runs N times and the run with the median largest error stands for it (all N
+largest errors are printed).
 """
 
 import argparse
@@ -272,11 +275,23 @@ def trial(args, which, duration, gains, folder):
               'effort': np.abs(tau[window]).max(axis=0), 'settle': settle,
               'states': int(window.sum()),
               'seen_max': np.abs(seen_error).max(axis=0) if len(seen_error) else None,
-              'series': (t_w - t0, error, tau[window])}
+              'series': (t_w - t0, error, tau[window]), 't0': t0}
     if args.latency:
         result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
     result['logs'] = stack_summary(folder, manager=not direct)
     return result
+
+
+def repeated(args, which, duration, gains, folder):
+    """`trial` run `args.repeat` times: the run with the median largest error (its figures),
+    with 'runs', the largest error of every run [rad]. The loop through controller_manager
+    has runs where the plant's state misses the cycle that should read it and every state
+    is read a cycle late: one run alone can land in either mode."""
+    results = [trial(args, which, duration, gains, folder) for _ in range(args.repeat)]
+    largest = [float(r['max'].max()) for r in results]
+    chosen = dict(results[int(np.argsort(largest)[(len(largest) - 1) // 2])])
+    chosen['runs'] = largest
+    return chosen
 
 
 def stack_summary(folder, manager=True):
@@ -408,9 +423,13 @@ def jtc_gains(model, q, omega, integral):
 
 
 def show(label, result):
+    runs = result.get('runs', ())
     print(f'{label}: largest error {1e3 * result["max"].max():.2f} mrad (rms '
           f'{1e3 * np.sqrt((result["rms"] ** 2).mean()):.2f}), settling '
-          f'{result["settle"]:.3f} s, {result["states"]} states')
+          f'{result["settle"]:.3f} s, {result["states"]} states'
+          + (f'; the median of {len(runs)} runs: '
+             + ', '.join(f'{1e3 * v:.2f}' for v in sorted(runs)) + ' mrad'
+             if len(runs) > 1 else ''))
     print('    max error [mrad] ' + ' '.join(f'{1e3 * v:8.2f}' for v in result['max']))
     print('    max |effort|     ' + ' '.join(f'{v:8.2f}' for v in result['effort']))
     if result.get('seen_max') is not None:
@@ -429,6 +448,9 @@ def main(argv=None):
     parser.add_argument('--omegas', type=float, nargs='+', default=[10.0, 20.0, 40.0, 80.0])
     parser.add_argument('--integral', type=float, nargs='+', default=[0.0, 0.2])
     parser.add_argument('--settle', type=float, default=1e-3)
+    parser.add_argument('--repeat', type=int, default=1,
+                        help='runs per trial; the run with the median largest error is '
+                        'shown and compared')
     add_common_options(parser)
     args = parser.parse_args(argv)
     files = robot_files(args.robot)
@@ -443,7 +465,7 @@ def main(argv=None):
         for c in args.integral:
             gains = jtc_gains(model, q0, omega, c)
             try:
-                result = trial(args, 'jtc', args.durations[0], gains, folder)
+                result = repeated(args, 'jtc', args.durations[0], gains, folder)
             except RuntimeError as error:
                 print(f'JTC wn={omega:g} c={c:g}: {error}')
                 continue
@@ -459,10 +481,11 @@ def main(argv=None):
           f'{np.round(gains[:, 0], 2).tolist()}, d = {np.round(gains[:, 1], 2).tolist()}, '
           f'i = {np.round(gains[:, 2], 2).tolist()}')
     for duration in args.durations:
-        show(f'this controller, T={duration:g} s', trial(args, 'ours', duration, None, folder))
+        show(f'this controller, T={duration:g} s',
+             repeated(args, 'ours', duration, None, folder))
         if duration != args.durations[0]:
             show(f'JTC (best gains), T={duration:g} s',
-                 trial(args, 'jtc', duration, gains, folder))
+                 repeated(args, 'jtc', duration, gains, folder))
     return 0
 
 
