@@ -66,6 +66,9 @@ SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this oft
 IDLE_PUBLISH_PERIOD = 0.1  # wall s between states while publish_on_command hears no command
 PHASE_TARGET = 0.1    # publish_on_command: a tick this many periods after a command arrives
 PHASE_GAIN = 0.05     # ... the share of the phase error corrected at each tick
+LATE_COMMAND_WAIT = 0.5    # ... how long [periods] a tick waits for a command that is late
+LATE_COMMAND_POLL = 2e-5   # ... how often [s] it looks meanwhile
+QUEUE_DRAIN_PERIOD = 20    # ... one answered tick in this many publishes no state
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
@@ -148,6 +151,7 @@ class PlantSimulator(Node):
         #                                      integrate for the moves of the tick grid
         self._stretched = 0.0                # ... simulated time [s] added for them so far
         self._grid_stamps = False            # ... states stamped when their tick was due
+        self._answers = 0                    # ... ticks that answered a command
         self.ticks = 0                       # free-running: ticks integrated
         self.late_ticks = 0                  # ... processed > tick_period after they were due
         self.dropped_ticks = 0               # ... beyond MAX_CATCH_UP, not integrated
@@ -448,6 +452,8 @@ class PlantSimulator(Node):
                 time.sleep(delay)
             try:
                 arrival = self._take_commands()
+                if arrival is None and self.publish_on_command and self._closed_at is not None:
+                    arrival = self._wait_for_a_late_command()
                 if arrival is not None and self.publish_on_command:
                     self._lock_phase(arrival)
                 self._free_running_tick()
@@ -459,6 +465,26 @@ class PlantSimulator(Node):
                 if self.context.ok():
                     raise
                 return                    # another thread shut the context down
+
+    def _wait_for_a_late_command(self):
+        """publish_on_command, the loop closed, no command at a tick: wait for one up to
+        LATE_COMMAND_WAIT periods after the tick was due; if it comes, the tick moves to its
+        arrival (the tick integrates that much longer) rather than passing without it and
+        leaving the hardware plugin's next read without a new state. The arrival, or
+        None."""
+        due = self._wall_start + self.ticks * self.tick_period
+        until = due + LATE_COMMAND_WAIT * self.tick_period
+        while True:
+            now = time.monotonic()
+            if now >= until:
+                return None
+            time.sleep(min(LATE_COMMAND_POLL, until - now))
+            arrival = self._take_commands()
+            if arrival is not None:
+                late = max(0.0, arrival - due)
+                self._wall_start += late
+                self._stretch += late
+                return arrival
 
     def _take_commands(self):
         """Every command waiting in the subscription's queue, oldest first; the arrival of
@@ -535,28 +561,69 @@ class PlantSimulator(Node):
 
     @measured
     def _advance(self, ticks=1):
-        """Integrate `ticks` ticks (steps_per_tick steps each, effort held), then publish."""
+        """Integrate `ticks` ticks (steps_per_tick steps each, effort held) and publish. On
+        simulated time the state at the end of the step, stamped with that time. On the
+        wall clock the state when the last tick was due, stamped then (the effort that
+        acted until then), and after it the step under the command of now: a state is the
+        arm at its stamp, never one a step ahead, and a command acts from the tick that
+        took it on."""
         if self.stopped:
             return
         self._take_new_model()
-        clock_ns = None if self.publish_clock else self._tick_stamp_ns()
-        now = self.sim_time if clock_ns is None else clock_ns * 1e-9
+        if self.publish_clock:
+            if self._integrate(self.sim_time, ticks):
+                self._publish()
+            return
+        clock_ns = self._tick_stamp_ns()
+        if ticks > 1 and not self._integrate(clock_ns * 1e-9, ticks - 1):
+            return                          # catching up: to the last tick due
+        if self._stretch > 0.0 and not self._integrate_lag():
+            return
+        if self._publication_due():
+            if self._drain_tick():
+                self._command_heard = False
+            else:
+                self._publish(clock_ns)
+        self._integrate(clock_ns * 1e-9, 1)
+
+    def _integrate(self, now, ticks):
+        """`ticks` ticks under the command held at `now`; False if the state diverged
+        (integration stopped, said in one line)."""
         tau = self.effort(now)
-        q, qd = self.q, self.qd
         if self._brakes_hold(now):         # the joints stay where they are
-            qd, tau = np.zeros(self.model.n), np.zeros(self.model.n)
             self.stop_effort = np.zeros(self.model.n)
-        else:
-            stretch = self._take_stretch()
-            q, qd, stop, peak = self.engine.advance(self.model, q, qd, tau,
-                                                    self.steps_per_tick * ticks, stretch)
-            self._stretched += stretch
-            if stop is not None:
-                self.stop_effort = stop
-                if peak is not None:
-                    self.stop_peak = np.maximum(self.stop_peak, peak)
-                if self.stop_peak.any():
-                    self._log_first_contacts(q)
+            return self._hold(tau, self.steps_per_tick * ticks, self._take_stretch())
+        return self._run_engine(tau, self.steps_per_tick * ticks, self._take_stretch())
+
+    def _integrate_lag(self):
+        """The tick grid moved later (a late command, the phase lock): the wall time it
+        moved, integrated before the state is published, under the effort that acted
+        until now; False if the state diverged."""
+        lag, self._stretch = self._stretch, 0.0
+        steps = max(1, math.ceil(lag / self.dt - 1e-9))
+        first = lag - (steps - 1) * self.dt      # in (0, dt]
+        if self.braked:
+            return self._hold(self._tau_applied, steps, first - self.dt)
+        return self._run_engine(self._tau_applied, steps, first - self.dt)
+
+    def _hold(self, tau, steps, stretch):
+        """Brakes on: time passes, the joints stay where they are."""
+        self.qd, self._tau_applied = np.zeros(self.model.n), np.zeros(self.model.n)
+        self._steps += steps
+        self._stretched += stretch
+        return True
+
+    def _run_engine(self, tau, steps, stretch):
+        """`steps` steps under `tau`, the first one `stretch` longer; the stops' efforts,
+        the divergence check (False: integration stopped, said in one line)."""
+        q, qd, stop, peak = self.engine.advance(self.model, self.q, self.qd, tau, steps,
+                                                stretch)
+        if stop is not None:
+            self.stop_effort = stop
+            if peak is not None:
+                self.stop_peak = np.maximum(self.stop_peak, peak)
+            if self.stop_peak.any():
+                self._log_first_contacts(q)
         # one vectorised test first (abs(qd) <= limit is False for NaN and inf too)
         if not ((np.abs(qd) <= self.divergence_velocity).all() and np.isfinite(q).all()):
             bad = np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd))
@@ -568,12 +635,12 @@ class PlantSimulator(Node):
                 f'{self.joints[bad[0]]}: '
                 f'q = {q[bad[0]]}, qd = {qd[bad[0]]}); integration stopped, nothing more is '
                 'published')
-            return
+            return False
         self.q, self.qd, self._tau_applied = q, qd, tau
-        self._steps += self.steps_per_tick * ticks
+        self._steps += steps
+        self._stretched += stretch
         self._check_velocity(qd)
-        if self.publish_clock or self._publication_due():
-            self._publish(clock_ns)
+        return True
 
     def _take_stretch(self):
         """The wall time [s] to add to this tick's integration for the moves of the tick
@@ -595,6 +662,19 @@ class PlantSimulator(Node):
         if late <= 0.0:
             return now_ns
         return now_ns - round(late * 1e9)
+
+    def _drain_tick(self):
+        """publish_on_command, the loop closed: True at one answered tick in
+        QUEUE_DRAIN_PERIOD, which then publishes no state. topic_based_ros2_control's read()
+        takes the oldest state queued (one per cycle): once one state came too late for its
+        read, every later read takes a state one cycle old, until a cycle brings none. The
+        plant cannot see that queue; a cycle without a state every QUEUE_DRAIN_PERIOD ends
+        such a run within that many cycles and otherwise costs one read of a state a cycle
+        old."""
+        if not self.publish_on_command or self._closed_at is None:
+            return False
+        self._answers += 1
+        return self._answers % QUEUE_DRAIN_PERIOD == 0
 
     def _publication_due(self):
         """Free-running: always; with publish_on_command once a command has arrived since
