@@ -85,14 +85,18 @@ def test_a_stretched_mujoco_advance_is_one_step_of_dt_plus_stretch_then_steps_of
 
 
 class SteadyClock:
-    """Stands in for the plant module's `time`: a steady clock the test sets."""
+    """Stands in for the plant module's `time`: a steady clock the test sets (sleeping
+    moves it on)."""
 
     def __init__(self, now):
         import time
-        self.now, self.time, self.sleep = now, time.time, time.sleep
+        self.now, self.time = now, time.time
 
     def monotonic(self):
         return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
 
 
 @pytest.fixture
@@ -113,6 +117,11 @@ def plant(monkeypatch):
         node._wall_start = node._wall_origin = clock.now
         node._grid_stamps = True            # as in the plant executable's own loop
         node.steady = clock
+        node.published = []                 # (stamp [ns], q, effort) of each state
+        node._publish = lambda clock_ns=None: node.published.append(
+            (clock_ns, node.q.copy(), node._tau_applied.copy()))
+        held = types.SimpleNamespace(nanoseconds=5_000_000_000)   # the node clock, held
+        node.get_clock = lambda: types.SimpleNamespace(now=lambda: held)
         node.command = lambda tau: node._on_command(Float64MultiArray(
             data=[float(v) for v in tau]))
         yield node
@@ -151,15 +160,98 @@ def test_the_arm_keeps_to_the_wall_clock_when_the_phase_lock_moves_the_ticks(pla
         wall + (first - origin), abs=1e-12)     # from the first tick's first due time
 
 
+def _ns(seconds):
+    return round(seconds * 1e9)
+
+
 def test_a_state_is_stamped_when_its_tick_was_due_not_when_the_loop_woke(plant):
     """The loop wakes 0.3 period after the tick was due: the state's stamp is the node
-    clock (held at 5 s here) less those 0.3 ms."""
+    clock (held at 5 s) less those 0.3 ms."""
     period = plant.tick_period
     plant.command(dynamics.gravity_torques(plant.model, Q0))
-    stamps = []
-    plant._publish = lambda clock_ns=None: stamps.append(clock_ns)
-    held = types.SimpleNamespace(nanoseconds=5_000_000_000)
-    plant.get_clock = lambda: types.SimpleNamespace(now=lambda: held)
     plant.steady.now = plant._wall_start + 0.3 * period
     plant._free_running_tick()
-    assert stamps == [5_000_000_000 - round(0.3 * period * 1e9)]
+    assert [p[0] for p in plant.published] == [5_000_000_000 - _ns(0.3 * period)]
+
+
+def test_a_state_is_the_arm_at_its_stamp_and_a_command_acts_from_the_tick_that_took_it(
+        plant):
+    """Ticks on time, a command before ticks 0 and 2: each state is the arm when its tick
+    was due, with the effort that acted until then; a command taken at a tick acts from
+    that tick on (the state it answers does not show it yet, the next one does)."""
+    period, model = plant.tick_period, plant.model
+    first = dynamics.gravity_torques(model, Q0) + np.array([1.0, -1.0, 0.5, 0.01, 0.0, 0.0])
+    second = first + np.array([-2.0, 1.5, -1.0, 0.0, 0.01, 0.0])
+    plant.command(first)
+    for k in range(4):
+        if k == 2:
+            plant.command(second)
+        plant.steady.now = plant._wall_start + k * period
+        plant._free_running_tick()
+    engine = engines.OwnEngine(model, DT)
+    q, qd = Q0, np.zeros(6)
+    expected = [(Q0, np.zeros(6))]                   # tick 0: as it started, on the brakes
+    for tau in (first, first, second):
+        q, qd, _, _ = engine.advance(model, q, qd, tau, 1)
+        expected.append((q, tau))
+    for (_, q_published, effort), (q_expected, tau) in zip(plant.published, expected):
+        np.testing.assert_allclose(q_published, q_expected, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(effort, tau)
+    assert len(plant.published) == 4
+
+
+def test_a_tick_waits_for_a_late_command_and_moves_to_its_arrival(plant):
+    """publish_on_command: the command of tick 1 comes 0.3 period late. The tick waits for
+    it (up to half a period) and moves there: the state it publishes is the arm at the
+    arrival (1.3 periods of the first command), stamped then; the second command acts
+    from there. A command later than half a period: the tick passes without one, and
+    without a state."""
+    from robot_dynamics.nodes.plant import LATE_COMMAND_WAIT
+    period, model = plant.tick_period, plant.model
+    first = dynamics.gravity_torques(model, Q0) + np.array([1.0, -1.0, 0.5, 0.01, 0.0, 0.0])
+    second = first + np.array([-2.0, 1.5, -1.0, 0.0, 0.01, 0.0])
+    plant.command(first)
+    plant._free_running_tick()                        # tick 0, on time
+    due = plant._wall_start + plant.ticks * period
+    arrival = due + 0.3 * period
+    plant.steady.now = due
+
+    def take():                                       # the command, once it has come
+        if plant.steady.now < arrival:
+            return None
+        plant.command(second)
+        return arrival
+    plant._take_commands = take
+    assert plant._wait_for_a_late_command() == arrival
+    plant._free_running_tick()
+    engine = engines.OwnEngine(model, DT)
+    q, qd, _, _ = engine.advance(model, Q0, np.zeros(6), first, 1)
+    q, qd, _, _ = engines.OwnEngine(model, 0.3 * DT).advance(model, q, qd, first, 1)
+    stamp, q_published, effort = plant.published[-1]
+    assert len(plant.published) == 2
+    assert stamp == 5_000_000_000 - _ns(plant.steady.now - arrival)   # when it arrived
+    np.testing.assert_allclose(q_published, q, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(effort, first)
+    np.testing.assert_array_equal(plant._tau_applied, second)      # acts from there on
+    # a command that does not come within LATE_COMMAND_WAIT periods: no wait beyond it
+    due = plant._wall_start + plant.ticks * period
+    plant.steady.now = due
+    plant._take_commands = lambda: None
+    assert plant._wait_for_a_late_command() is None
+    assert plant.steady.now == pytest.approx(due + LATE_COMMAND_WAIT * period, abs=1e-9)
+
+
+def test_one_answered_tick_in_the_drain_period_publishes_no_state(plant):
+    """publish_on_command with a command before every tick: every tick publishes a state
+    but one in QUEUE_DRAIN_PERIOD (the arm moves on in that one too)."""
+    from robot_dynamics.nodes.plant import QUEUE_DRAIN_PERIOD
+    period = plant.tick_period
+    tau = dynamics.gravity_torques(plant.model, Q0)
+    for k in range(3 * QUEUE_DRAIN_PERIOD):
+        plant.command(tau)
+        plant.steady.now = plant._wall_start + k * period
+        plant._free_running_tick()
+    assert plant.ticks == 3 * QUEUE_DRAIN_PERIOD
+    assert len(plant.published) == 3 * QUEUE_DRAIN_PERIOD - 3
+    assert plant.loop_statistics()['simulated'] == pytest.approx(
+        3 * QUEUE_DRAIN_PERIOD * period, abs=1e-12)
