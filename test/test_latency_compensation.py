@@ -92,6 +92,25 @@ def test_the_state_is_predicted_by_the_latency_and_the_effort_is_that_of_the_pre
     assert np.abs(compensated - np.array(cycle(harness, robot, Q, V)[2].effort)).max() > 1e-3
 
 
+def test_the_prediction_accelerates_as_the_reference_does(running):
+    """During a move, a state (Q, V) with latency_compensation d: the state the controller
+    acts on (~/reference less ~/error) is (Q + (V + a d / 2) d, V + a d), a the reference's
+    acceleration at the time the effort acts."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))
+    robot.trajectory.publish(move_to(JOINTS, Q + 0.5, 2))
+    harness.spin_until(lambda: not controller.sampler.plan.hold, 'the move accepted')
+    d = 0.05
+    set_live(harness, robot, double('latency_compensation', d))
+    reference, error, _ = cycle(harness, robot, Q, V, after=0.3)
+    a = controller.sampler.sample(robot.stamp * 1e-9 + d).accelerations
+    assert np.abs(a).max() > 0.1                        # accelerating there
+    np.testing.assert_allclose(np.array(reference.position) - error.position,
+                               Q + (V + 0.5 * a * d) * d, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(np.array(reference.velocity) - error.velocity, V + a * d,
+                               rtol=0, atol=1e-6)
+
+
 def test_state_age_and_latency_move_the_reference_sampling_time(running):
     """During a move: the reference answering a state stamped s is the trajectory at
     s - state_age + latency_compensation: the one a state stamped there gets without them

@@ -136,8 +136,8 @@ CONTROLLER = (
               description=(
         'the dead time of the loop [s]: from the measurement of the state a cycle answers '
         'to the moment its effort acts on the arm (state transport, the cycle, the command '
-        'path). The state is predicted to then (q + qd d, qd + qdd_d d) and the reference '
-        'sampled there; ~/error is then against the prediction. 0 = none')),
+        'path). The state is predicted to then (q + (qd + qdd_d d / 2) d, qd + qdd_d d) and '
+        'the reference sampled there; ~/error is then against the prediction. 0 = none')),
     Parameter('state_age', 'double', default=0.0, minimum=0.0, maximum=0.1, live=True,
               description=(
         'how long before its header stamp a /joint_states was measured [s]: 0 when the '

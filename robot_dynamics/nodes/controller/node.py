@@ -283,8 +283,9 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             self._command_timed_out(t)
         q, qd, delay = self._q, self._qd, self.latency_compensation
         reference = self.sampler.sample(t - self.state_age + delay)   # when the effort acts
-        if delay > 0.0:                     # the state then
-            q, qd = q + qd * delay, qd + reference.accelerations * delay
+        if delay > 0.0:                     # the state then, accelerating as the reference
+            a = reference.accelerations
+            q, qd = q + (qd + 0.5 * a * delay) * delay, qd + a * delay
         if self._continuous:                # the wrapped error: q_d within half a turn of q
             reference = replace(reference, positions=self.sampler.near(reference.positions,
                                                                        q))
