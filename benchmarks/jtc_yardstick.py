@@ -183,7 +183,6 @@ def start_stack(args, which, gains, folder, probe=None):
         if which != 'jtc':
             stack.start('controller', [py, '-m', 'robot_dynamics.nodes.controller',
                                        '--ros-args'] + params
-                        + ['-p', 'state_publish_rate:=1000.0']    # ~/error every cycle
                         + [a for item in args.controller_param for a in ('-p', item)])
         deadline = time.monotonic() + 90.0
         publisher = node.trajectory_publisher
