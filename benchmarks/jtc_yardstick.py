@@ -29,6 +29,7 @@ largest errors are printed).
 """
 
 import argparse
+import itertools
 import os
 import signal
 import subprocess
@@ -49,6 +50,7 @@ from robot_dynamics.parameters.layering import layered_parameters  # noqa: E402
 
 CONFIG = os.path.join(REPO, 'config')
 POINTS = 20
+TRIALS = itertools.count(1)   # each trial's logs in a folder of their own
 
 
 def quintic(s):
@@ -286,7 +288,8 @@ def repeated(args, which, duration, gains, folder):
     with 'runs', the largest error of every run [rad]. The loop through controller_manager
     has runs where the plant's state misses the cycle that should read it and every state
     is read a cycle late: one run alone can land in either mode."""
-    results = [trial(args, which, duration, gains, folder) for _ in range(args.repeat)]
+    results = [trial(args, which, duration, gains, os.path.join(
+        folder, f'{which}_{duration:g}s_{next(TRIALS)}')) for _ in range(args.repeat)]
     largest = [float(r['max'].max()) for r in results]
     chosen = dict(results[int(np.argsort(largest)[(len(largest) - 1) // 2])])
     chosen['runs'] = largest
