@@ -51,6 +51,7 @@ from robot_dynamics.parameters.layering import layered_parameters  # noqa: E402
 CONFIG = os.path.join(REPO, 'config')
 POINTS = 20
 TRIALS = itertools.count(1)   # each trial's logs in a folder of their own
+LISTEN_PERIOD = 5e-4          # s: the probe takes its messages this often
 
 
 def quintic(s):
@@ -152,8 +153,8 @@ def start_stack(args, which, gains, folder, probe=None):
     rclpy.init()
     node = rclpy.create_node('yardstick_probe')
     seen = []
-    node.create_subscription(JointState, '/joint_states', lambda m: seen.append(1),
-                             qos_profile_sensor_data)
+    counting = node.create_subscription(JointState, '/joint_states', lambda m: seen.append(1),
+                                        qos_profile_sensor_data)
     node.trajectory_publisher = node.create_publisher(JointTrajectory, topic, 10)
     if probe is not None:
         probe(node)
@@ -193,6 +194,7 @@ def start_stack(args, which, gains, folder, probe=None):
             rclpy.spin_once(node, timeout_sec=0.01)
         if publisher.get_subscription_count() == 0:
             raise RuntimeError(f'{topic}: no subscriber (see the logs in {folder})')
+        node.destroy_subscription(counting)
     except BaseException:
         stop_stack(stack, node)
         raise
@@ -210,7 +212,6 @@ def trial(args, which, duration, gains, folder):
     """One run of `which`: 'jtc' (with `gains`, rows p, d, i per joint), 'ours' (this
     controller through the same ros2_control stack) or 'direct' (plant <-> controller, no
     ros2_control: the 1 kHz bring-up of config/sim_1khz.yaml); a dict of figures."""
-    import rclpy
     from std_msgs.msg import Float64MultiArray
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
@@ -218,33 +219,31 @@ def trial(args, which, duration, gains, folder):
     from robot_dynamics.trajectories.profiles import sample_profile
     joints, start, goal = demo_move(args.robot)
     direct = which == 'direct'
-    clock = time.perf_counter
     truth, seen, errors, commands, hardware = [], [], [], [], []
+    listening = []
+
+    def stamp(m):
+        return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
 
     def probe(node):
-        node.create_subscription(
-            JointState, '/joint_states' if direct else ros2_control_sim.STATES_TOPIC,
-            lambda m: truth.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
-                                    np.array(m.position), np.array(m.effort), clock())), 1000)
-        node.create_subscription(JointState, '/joint_states', lambda m: seen.append(
-            (clock(), list(m.name), np.array(m.position),
-             m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)), qos_profile_sensor_data)
-        node.create_subscription(
-            JointState, '/computed_torque_controller/error', lambda m: errors.append(
-                (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, np.array(m.position))),
-            1000)
+        def listen(message_type, topic, qos, handler):
+            listening.append((node.create_subscription(message_type, topic, lambda m: None,
+                                                       qos), message_type, handler))
+        listen(JointState, '/joint_states' if direct else ros2_control_sim.STATES_TOPIC, 1000,
+               lambda m, when: truth.append((stamp(m), np.array(m.position),
+                                             np.array(m.effort), when)))
+        listen(JointState, '/computed_torque_controller/error', 1000, lambda m, when:
+               errors.append((stamp(m), np.array(m.position))))
         if args.latency:
-            node.create_subscription(
-                Float64MultiArray, '/effort_controller/commands',
-                lambda m: commands.append((clock(), np.array(m.data))), 1000)
-            node.create_subscription(
-                JointState, ros2_control_sim.COMMANDS_TOPIC, lambda m: hardware.append(
-                    (clock(), list(m.name), np.array(m.effort))), 1000)
+            listen(JointState, '/joint_states', qos_profile_sensor_data, lambda m, when:
+                   seen.append((when, list(m.name), np.array(m.position), stamp(m))))
+            listen(Float64MultiArray, '/effort_controller/commands', 1000,
+                   lambda m, when: commands.append((when, np.array(m.data))))
+            listen(JointState, ros2_control_sim.COMMANDS_TOPIC, 1000, lambda m, when:
+                   hardware.append((when, list(m.name), np.array(m.effort))))
     stack, node = start_stack(args, which, gains, folder, probe)
     try:
-        settle_in = time.monotonic() + 2.0            # let the controller take the arm
-        while time.monotonic() < settle_in:
-            rclpy.spin_once(node, timeout_sec=0.01)
+        listen_until(listening, time.monotonic() + 2.0)   # let the controller take the arm
         command = sample_profile('quintic', start, goal, duration, POINTS, joints)
         message = trajectory_message(command)
         t0 = node.get_clock().now().nanoseconds * 1e-9 + 1.0
@@ -253,9 +252,7 @@ def trial(args, which, duration, gains, folder):
         first = len(truth)
         del seen[:], commands[:], hardware[:]
         node.trajectory_publisher.publish(message)
-        end = time.monotonic() + 1.0 + duration + 1.0 + 0.5
-        while time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.01)
+        listen_until(listening, time.monotonic() + 1.0 + duration + 1.0 + 0.5)
     finally:
         stop_stack(stack, node)
     if len(truth) <= first:
@@ -281,6 +278,24 @@ def trial(args, which, duration, gains, folder):
         result['hops'] = hops(direct, truth[first:], seen, commands, hardware)
     result['logs'] = stack_summary(folder, manager=not direct)
     return result
+
+
+def listen_until(listening, until):
+    """Take every message waiting on the probe's subscriptions `listening` ((subscription,
+    type, handler(message, receive time [s]))) until `until` (steady s), polling every
+    LISTEN_PERIOD. The receive time is the middleware's (the system clock), not when this
+    loop got to it. (rclpy's executor rebuilds a wait set per message: at the loop's 4-5 kHz
+    of messages on a 2-CPU machine it fell behind, lost two states in three and took the
+    CPU time of the loop it measured.)"""
+    while time.monotonic() < until:
+        for subscription, message_type, handler in listening:
+            with subscription.handle:
+                taken = subscription.handle.take_message(message_type, False)
+                while taken is not None:
+                    received = taken[1].get('received_timestamp')
+                    handler(taken[0], received * 1e-9 if received else time.time())
+                    taken = subscription.handle.take_message(message_type, False)
+        time.sleep(LISTEN_PERIOD)
 
 
 def repeated(args, which, duration, gains, folder):
