@@ -188,3 +188,52 @@ def test_superseding_keeps_the_newest_message_of_each_joint_set():
     newest = ComputedTorqueController._newest_states
     assert newest(owner, [a1, b1, a2]) == [b1, a2] and owner.superseded_states == 1
     assert newest(owner, [a1]) == [a1] and newest(owner, []) == []
+
+
+def test_a_moving_state_sent_again_is_as_old_as_its_first_stamp(running):
+    """joint_state_broadcaster republishes the hardware's last values every cycle, also when
+    the hardware had nothing new: a moving state (Q, V) sent again under a stamp 1 ms, then
+    2 ms later is the measurement of the first stamp, predicted over latency_compensation
+    plus that age; a new state is measured at its own stamp again."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))                  # holds Q from here
+    d = 0.004
+    set_live(harness, robot, double('latency_compensation', d))
+    _, error, _ = cycle(harness, robot, Q, V)
+    np.testing.assert_allclose(error.position, -V * d, atol=1e-12)
+    for age in (0.001, 0.002):
+        _, error, _ = cycle(harness, robot, Q, V, after=0.001)
+        np.testing.assert_allclose(error.position, -V * (d + age), atol=1e-6)   # epoch
+        #                                                  seconds: 2.4e-7 s apart
+        np.testing.assert_allclose(error.velocity, -V, atol=1e-12)
+    _, error, _ = cycle(harness, robot, Q + 0.01, V, after=0.001)          # a new state
+    np.testing.assert_allclose(error.position, -0.01 - V * d, atol=1e-12)
+
+
+def test_a_repeated_state_is_aged_without_latency_compensation_too_and_at_most_the_limit(
+        running):
+    from robot_dynamics.nodes.controller.state_input import REPEAT_AGE_LIMIT
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))
+    _, error, _ = cycle(harness, robot, Q, V)
+    np.testing.assert_allclose(error.position, 0.0, atol=1e-12)            # not predicted
+    _, error, _ = cycle(harness, robot, Q, V, after=0.003)
+    np.testing.assert_allclose(error.position, -V * 0.003, atol=1e-6)
+    _, error, _ = cycle(harness, robot, Q, V, after=0.5)                   # frozen values
+    np.testing.assert_allclose(error.position, -V * REPEAT_AGE_LIMIT, atol=1e-6)
+
+
+@pytest.mark.parametrize('case', ['at rest', 'other positions'])
+def test_only_a_moving_state_with_every_value_equal_is_aged(running, case):
+    """A resting state sent again (its time does not matter), or a new position under the
+    same velocities (a steady motion measured anew), is taken at its own stamp."""
+    harness, controller, robot = running
+    cycle(harness, robot, Q, np.zeros(6))
+    d = 0.004
+    set_live(harness, robot, double('latency_compensation', d))
+    v = np.zeros(6) if case == 'at rest' else V
+    cycle(harness, robot, Q, v)
+    q = Q if case == 'at rest' else Q + 1e-9
+    _, error, _ = cycle(harness, robot, q, v, after=0.005)
+    np.testing.assert_allclose(error.position, (Q - q) - v * d, atol=1e-12)
+    assert controller._repeat_age == 0.0

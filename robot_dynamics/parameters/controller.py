@@ -144,7 +144,9 @@ CONTROLLER = (
         'stamp is the measurement time (this package\'s plant, most drivers); '
         'joint_state_broadcaster stamps with the controller_manager cycle that read it. '
         'The state is taken as measured at stamp - state_age: the reference is sampled '
-        'at stamp - state_age + latency_compensation')),
+        'at stamp - state_age + latency_compensation. (on_state: a moving state repeated '
+        'value for value under a newer stamp, as the broadcaster sends one when the '
+        'hardware had nothing new, is taken at its first stamp)')),
     Parameter('state_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0, live=True,
               description=(
         'zero effort when a controlled joint has not been heard from for this long [s '

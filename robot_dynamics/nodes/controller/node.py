@@ -91,6 +91,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self.superseded_states = 0   # on_state: queued states dropped for a newer one
         self._last_now = -math.inf   # on_state: node clock when it was accepted
         self._last_raw = 0.0         # on_state: its header stamp as sent (0: not stamped)
+        self._measured_at = -math.inf   # on_state: stamp of the first message of the state held
+        self._repeat_age = 0.0       # on_state: how much older the state is than its stamp [s]
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0
@@ -283,9 +285,10 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             self._command_timed_out(t)
         q, qd, delay = self._q, self._qd, self.latency_compensation
         reference = self.sampler.sample(t - self.state_age + delay)   # when the effort acts
-        if delay > 0.0:                     # the state then, accelerating as the reference
+        horizon = delay + self._repeat_age  # a measurement sent again is older than its stamp
+        if horizon > 0.0:                   # the state then, accelerating as the reference
             a = reference.accelerations
-            q, qd = q + (qd + 0.5 * a * delay) * delay, qd + a * delay
+            q, qd = q + (qd + 0.5 * a * horizon) * horizon, qd + a * horizon
         if self._continuous:                # the wrapped error: q_d within half a turn of q
             reference = replace(reference, positions=self.sampler.near(reference.positions,
                                                                        q))

@@ -12,6 +12,7 @@ from robot_dynamics.nodes.controller.guard import guarded
 MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: message dropped
 CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
 FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
+REPEAT_AGE_LIMIT = 0.01  # s: a moving state sent again is aged by its first stamp up to this
 
 
 class JointStateInput:
@@ -43,6 +44,7 @@ class JointStateInput:
             if (self._ready and self.state_timeout > 0.0
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
+            self._age_a_repeated_measurement(stamp, targets, positions, velocities)
         self._q[targets] = positions
         self._qd[targets] = velocities
         self._received[targets] = now
@@ -122,6 +124,23 @@ class JointStateInput:
         self.get_logger().debug(f'joint_states at {raw:.4f} s again (already answered): '
                                 'not answered twice')
         return True
+
+    def _age_a_repeated_measurement(self, stamp, targets, positions, velocities):
+        """on_state: a moving state (some q̇ != 0) whose every position and velocity equal
+        the last message's, under a newer stamp, is the same measurement sent again:
+        joint_state_broadcaster publishes the hardware's last values every cycle, also when
+        the hardware had no new state for that read (a simulator or a device a cycle late).
+        Its time is the first message's stamp: `_repeat_age` (stamp - that, at most
+        REPEAT_AGE_LIMIT) lengthens the prediction to the time the effort acts. A new state
+        (or a resting one: its time does not matter) is measured at its own stamp."""
+        repeated = (self._ready and stamp > self._measured_at
+                    and np.any(velocities != 0.0)
+                    and np.array_equal(self._q[targets], positions)
+                    and np.array_equal(self._qd[targets], velocities))
+        if repeated:
+            self._repeat_age = min(stamp - self._measured_at, REPEAT_AGE_LIMIT)
+        else:
+            self._measured_at, self._repeat_age = stamp, 0.0
 
     def _state_stamp(self, raw, now):
         """on_state: the time the cycle samples the reference at (the message stamp `raw`
