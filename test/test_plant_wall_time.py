@@ -200,45 +200,38 @@ def test_a_state_is_the_arm_at_its_stamp_and_a_command_acts_from_the_tick_that_t
     assert len(plant.published) == 4
 
 
-def test_a_tick_waits_for_a_late_command_and_moves_to_its_arrival(plant):
-    """publish_on_command: the command of tick 1 comes 0.3 period late. The tick waits for
-    it (up to half a period) and moves there: the state it publishes is the arm at the
-    arrival (1.3 periods of the first command), stamped then; the second command acts
-    from there. A command later than half a period: the tick passes without one, and
-    without a state."""
-    from robot_dynamics.nodes.plant import LATE_COMMAND_WAIT
+def test_a_tick_without_a_command_passes_at_once_and_publishes_no_state(plant):
+    """publish_on_command, the loop closed, the plant executable's loop: the command of
+    tick 1 comes late. Tick 1 does not wait for it: it passes when due, publishes no state
+    and integrates under the first command; the late command is heard and acts from tick 2,
+    whose state is the arm after two ticks of the first command."""
     period, model = plant.tick_period, plant.model
     first = dynamics.gravity_torques(model, Q0) + np.array([1.0, -1.0, 0.5, 0.01, 0.0, 0.0])
     second = first + np.array([-2.0, 1.5, -1.0, 0.0, 0.01, 0.0])
     plant.command(first)
     plant._free_running_tick()                        # tick 0, on time
-    due = plant._wall_start + plant.ticks * period
-    arrival = due + 0.3 * period
-    plant.steady.now = due
+    assert len(plant.published) == 1
+    plant._command_heard = False                      # as the real _publish leaves them
+    plant._last_publish_wall = plant.steady.now
+    plant._take_commands = lambda: None               # none waiting at tick 1
+    executor = types.SimpleNamespace(spin_once=lambda timeout_sec=None: None)
 
-    def take():                                       # the command, once it has come
-        if plant.steady.now < arrival:
-            return None
-        plant.command(second)
-        return arrival
-    plant._take_commands = take
-    assert plant._wait_for_a_late_command() == arrival
-    plant._free_running_tick()
+    def one_pass():
+        passes = iter([True, False])
+        plant.spin_free_running(executor, lambda: next(passes))
+    due = plant._wall_start + plant.ticks * period
+    one_pass()
+    assert plant.ticks == 2 and plant.steady.now == pytest.approx(due, abs=1e-12)
+    assert len(plant.published) == 1                  # no state at tick 1
+    plant.command(second)                             # arrives late, between the ticks
+    one_pass()
     engine = engines.OwnEngine(model, DT)
-    q, qd, _, _ = engine.advance(model, Q0, np.zeros(6), first, 1)
-    q, qd, _, _ = engines.OwnEngine(model, 0.3 * DT).advance(model, q, qd, first, 1)
-    stamp, q_published, effort = plant.published[-1]
+    q, qd, _, _ = engine.advance(model, Q0, np.zeros(6), first, 2)
     assert len(plant.published) == 2
-    assert stamp == 5_000_000_000 - _ns(plant.steady.now - arrival)   # when it arrived
+    _, q_published, effort = plant.published[-1]
     np.testing.assert_allclose(q_published, q, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(effort, first)
-    np.testing.assert_array_equal(plant._tau_applied, second)      # acts from there on
-    # a command that does not come within LATE_COMMAND_WAIT periods: no wait beyond it
-    due = plant._wall_start + plant.ticks * period
-    plant.steady.now = due
-    plant._take_commands = lambda: None
-    assert plant._wait_for_a_late_command() is None
-    assert plant.steady.now == pytest.approx(due + LATE_COMMAND_WAIT * period, abs=1e-9)
+    np.testing.assert_array_equal(plant._tau_applied, second)      # acts from tick 2 on
 
 
 def test_one_answered_tick_in_the_drain_period_publishes_no_state(plant):

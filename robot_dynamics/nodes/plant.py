@@ -66,9 +66,7 @@ SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this oft
 IDLE_PUBLISH_PERIOD = 0.1  # wall s between states while publish_on_command hears no command
 PHASE_TARGET = 0.1    # publish_on_command: a tick this many periods after a command arrives
 PHASE_GAIN = 0.05     # ... the share of the phase error corrected at each tick
-LATE_COMMAND_WAIT = 0.5    # ... how long [periods] a tick waits for a command that is late
-LATE_COMMAND_POLL = 2e-5   # ... how often [s] it looks meanwhile
-QUEUE_DRAIN_PERIOD = 20    # ... one answered tick in this many publishes no state
+QUEUE_DRAIN_PERIOD = 10    # ... one answered tick in this many publishes no state
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
@@ -452,8 +450,6 @@ class PlantSimulator(Node):
                 time.sleep(delay)
             try:
                 arrival = self._take_commands()
-                if arrival is None and self.publish_on_command and self._closed_at is not None:
-                    arrival = self._wait_for_a_late_command()
                 if arrival is not None and self.publish_on_command:
                     self._lock_phase(arrival)
                 self._free_running_tick()
@@ -465,26 +461,6 @@ class PlantSimulator(Node):
                 if self.context.ok():
                     raise
                 return                    # another thread shut the context down
-
-    def _wait_for_a_late_command(self):
-        """publish_on_command, the loop closed, no command at a tick: wait for one up to
-        LATE_COMMAND_WAIT periods after the tick was due; if it comes, the tick moves to its
-        arrival (the tick integrates that much longer) rather than passing without it and
-        leaving the hardware plugin's next read without a new state. The arrival, or
-        None."""
-        due = self._wall_start + self.ticks * self.tick_period
-        until = due + LATE_COMMAND_WAIT * self.tick_period
-        while True:
-            now = time.monotonic()
-            if now >= until:
-                return None
-            time.sleep(min(LATE_COMMAND_POLL, until - now))
-            arrival = self._take_commands()
-            if arrival is not None:
-                late = max(0.0, arrival - due)
-                self._wall_start += late
-                self._stretch += late
-                return arrival
 
     def _take_commands(self):
         """Every command waiting in the subscription's queue, oldest first; the arrival of
@@ -596,9 +572,9 @@ class PlantSimulator(Node):
         return self._run_engine(tau, self.steps_per_tick * ticks, self._take_stretch())
 
     def _integrate_lag(self):
-        """The tick grid moved later (a late command, the phase lock): the wall time it
-        moved, integrated before the state is published, under the effort that acted
-        until now; False if the state diverged."""
+        """The tick grid moved later (the phase lock): the wall time it moved, integrated
+        before the state is published, under the effort that acted until now; False if the
+        state diverged."""
         lag, self._stretch = self._stretch, 0.0
         steps = max(1, math.ceil(lag / self.dt - 1e-9))
         first = lag - (steps - 1) * self.dt      # in (0, dt]
@@ -670,7 +646,10 @@ class PlantSimulator(Node):
         read, every later read takes a state one cycle old, until a cycle brings none. The
         plant cannot see that queue; a cycle without a state every QUEUE_DRAIN_PERIOD ends
         such a run within that many cycles and otherwise costs one read of a state a cycle
-        old."""
+        old (the broadcaster repeats the last one under a new stamp; this package's
+        controller takes it for the older measurement it is). A tick that finds no command
+        (it came late) publishes no state either, and does not wait for it: the command acts
+        from the next tick."""
         if not self.publish_on_command or self._closed_at is None:
             return False
         self._answers += 1
