@@ -51,7 +51,7 @@ from robot_dynamics.parameters.layering import layered_parameters  # noqa: E402
 CONFIG = os.path.join(REPO, 'config')
 POINTS = 20
 TRIALS = itertools.count(1)   # each trial's logs in a folder of their own
-LISTEN_PERIOD = 5e-4          # s: the probe takes its messages this often
+LISTEN_PERIOD = 2e-3          # s: the probe takes its messages this often
 
 
 def quintic(s):
