@@ -208,6 +208,7 @@ def test_a_moving_state_sent_again_is_as_old_as_its_first_stamp(running):
         np.testing.assert_allclose(error.velocity, -V, atol=1e-12)
     _, error, _ = cycle(harness, robot, Q + 0.01, V, after=0.001)          # a new state
     np.testing.assert_allclose(error.position, -0.01 - V * d, atol=1e-12)
+    assert controller.repeated_states == 2
 
 
 def test_a_repeated_state_is_aged_without_latency_compensation_too_and_at_most_the_limit(
@@ -236,4 +237,4 @@ def test_only_a_moving_state_with_every_value_equal_is_aged(running, case):
     q = Q if case == 'at rest' else Q + 1e-9
     _, error, _ = cycle(harness, robot, q, v, after=0.005)
     np.testing.assert_allclose(error.position, (Q - q) - v * d, atol=1e-12)
-    assert controller._repeat_age == 0.0
+    assert controller._repeat_age == 0.0 and controller.repeated_states == 0

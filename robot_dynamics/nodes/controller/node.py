@@ -67,6 +67,11 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
                 f'{self.superseded_states} /joint_states were superseded by a newer one '
                 'before their cycle (the controller fell behind the state stream; each time '
                 'it answered the newest)')
+        if getattr(self, 'repeated_states', 0):
+            self.get_logger().info(
+                f'{self.repeated_states} moving /joint_states repeated the previous one value '
+                'for value under a newer stamp (a read that found no new state, e.g. behind '
+                'joint_state_broadcaster); each was taken at its first stamp')
         self._zero_on_exit()
         action = getattr(self, '_action', None)
         if action is not None:
@@ -93,6 +98,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._last_raw = 0.0         # on_state: its header stamp as sent (0: not stamped)
         self._measured_at = -math.inf   # on_state: stamp of the first message of the state held
         self._repeat_age = 0.0       # on_state: how much older the state is than its stamp [s]
+        self.repeated_states = 0     # on_state: moving states repeated under a newer stamp
         self._status = None
         self._goal_reached = None
         self._saturated_cycles = 0

@@ -131,14 +131,16 @@ class JointStateInput:
         joint_state_broadcaster publishes the hardware's last values every cycle, also when
         the hardware had no new state for that read (a simulator or a device a cycle late).
         Its time is the first message's stamp: `_repeat_age` (stamp - that, at most
-        REPEAT_AGE_LIMIT) lengthens the prediction to the time the effort acts. A new state
-        (or a resting one: its time does not matter) is measured at its own stamp."""
+        REPEAT_AGE_LIMIT) lengthens the prediction to the time the effort acts; counted in
+        repeated_states (logged at shutdown). A new state (or a resting one: its time does
+        not matter) is measured at its own stamp."""
         repeated = (self._ready and stamp > self._measured_at
                     and np.any(velocities != 0.0)
                     and np.array_equal(self._q[targets], positions)
                     and np.array_equal(self._qd[targets], velocities))
         if repeated:
             self._repeat_age = min(stamp - self._measured_at, REPEAT_AGE_LIMIT)
+            self.repeated_states += 1
         else:
             self._measured_at, self._repeat_age = stamp, 0.0
 
