@@ -264,7 +264,9 @@ def test_inactive_commands_nothing_and_activate_starts_from_the_measured_positio
 
 
 def test_deactivate_leaves_one_zero_effort_then_silence_and_reactivate_holds_the_new_position():
-    harness, controller, operator = start()
+    # state_timeout 5 s: on a loaded machine the test's state stream can pause longer than
+    # the default 0.1 s, and the timeout then abandons the move this test waits for
+    harness, controller, operator = start('state_timeout:=5.0')
     try:
         configured(harness, operator)
         assert transition(harness, operator, 'activate')
