@@ -407,6 +407,31 @@ def test_numba_backend_matches_reference(monkeypatch, tmp_path, rng):
             assert_same(a, b)
 
 
+def test_environment_variable_selects_the_numba_backend(tmp_path):
+    """ROBOT_DYNAMICS_BACKEND=numba, as the nodes are started with it: the module imports
+    with the backend selected, and its kernels agree with the reference."""
+    pytest.importorskip('numba')
+    code = ('import numpy as np\n'
+            'from robot_dynamics import dynamics\n'
+            'from robot_dynamics.model import RobotModel\n'
+            f'model = RobotModel.from_yaml({os.path.join(REPO, "config", "puma560.yaml")!r})\n'
+            'q, qd, qdd = np.full(6, 0.3), np.full(6, -0.2), np.full(6, 0.5)\n'
+            'fast = dynamics.inverse_dynamics(model, q, qd, qdd)\n'
+            'accelerated = dynamics.kinematics._accelerated is not None\n'
+            'dynamics.set_backend("reference")\n'
+            'slow = dynamics.inverse_dynamics(model, q, qd, qdd)\n'
+            'print(accelerated, float(np.max(np.abs(fast - slow))))\n'
+            'dynamics.set_backend("numba"); print(dynamics.get_backend())\n')
+    env = dict(os.environ, ROBOT_DYNAMICS_BACKEND='numba', PYTHONPATH=REPO,
+               ROBOT_DYNAMICS_CACHE=str(tmp_path))
+    out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    accelerated, difference, backend = out.stdout.split()
+    assert accelerated == 'True' and backend == 'numba'
+    assert float(difference) < 1e-10
+
+
 def test_numba_backend_works_without_a_writable_cache(monkeypatch, tmp_path, rng):
     pytest.importorskip('numba')
     blocker = tmp_path / 'a_file'

@@ -74,9 +74,6 @@ def _backend_from_environment():
                       stacklevel=2)
 
 
-_backend_from_environment()
-
-
 _F64 = np.dtype(float)
 _array = np.array
 
@@ -591,3 +588,7 @@ def potential_energy(model, q):
     Rb, pb = algorithms.body_poses(ch, q_b)
     c = pb + np.einsum('bnij,nj->bni', Rb, ch.com)
     return _out(-np.einsum('n,bni,i->b', ch.mass, c, model.gravity), single)
+
+
+# last: selecting 'numba' refers to `_single` above
+_backend_from_environment()
