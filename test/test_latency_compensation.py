@@ -4,6 +4,8 @@ some milliseconds after that measurement). In-process, the test plays the robot:
 /joint_states in on_state mode, the controller's ~/reference, ~/error and ~/output read
 back."""
 
+import math
+
 import numpy as np
 import pytest
 from rclpy.node import Node
@@ -11,7 +13,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.nodes.controller import ComputedTorqueController
+from robot_dynamics.nodes.controller import ComputedTorqueController, SERVICE_PERIOD
 from ros_testing import call_service, double, move_to, PUMA, RosHarness  # noqa: I100
 
 CONTROLLER = '/computed_torque_controller'
@@ -179,6 +181,49 @@ def test_after_a_stall_the_newest_state_is_answered_once(running):
     assert len(robot.seen['output']) == outputs + 1
     np.testing.assert_allclose(controller._q, Q + 0.004, atol=0.0)
     assert controller.superseded_states == 4
+
+
+def test_the_rest_is_served_right_after_a_cycle_never_between_a_state_and_its_cycle(
+        running, monkeypatch):
+    """The on_state loop serves the executor (parameters, actions, other topics: ≈ 0.5 ms
+    of Python) only right after answering a state, once SERVICE_PERIOD has passed, so that
+    it never holds up a state that is waiting; with no states, at most two SERVICE_PERIODs
+    apart. Played on a made-up clock: states every 1 ms, answered in 0.3 ms, then none."""
+    from types import SimpleNamespace
+    from robot_dynamics.nodes.controller import node as controller_node
+    harness, controller, robot = running
+    clock = [1000.0]
+    monkeypatch.setattr(controller_node, 'time', SimpleNamespace(monotonic=lambda: clock[0]))
+    states_until = clock[0] + 0.1
+    events = []
+
+    def wait_and_take(wait_set, topics, timeout_ns):
+        assert timeout_ns > 0
+        arrival = (math.floor(clock[0] * 1000.0 + 1e-9) + 1) / 1000.0
+        if arrival < states_until and arrival - clock[0] <= timeout_ns * 1e-9:
+            clock[0] = arrival + 0.0003          # the cycle answering it
+            events.append(('cycle', arrival))
+        else:
+            clock[0] += timeout_ns * 1e-9
+            events.append(('timeout', clock[0]))
+
+    monkeypatch.setattr(controller, '_wait_and_take', wait_and_take)
+    executor = SimpleNamespace(spin_once=lambda timeout_sec: events.append(('serve',
+                                                                            clock[0])))
+    stop_at = states_until + 0.1
+    controller.spin_on_state(executor, lambda: clock[0] < stop_at)
+    served = [k for k, (what, _) in enumerate(events) if what == 'serve']
+    assert len(served) >= 10
+    for k in served:
+        if events[k][1] < states_until:
+            assert events[k - 1][0] == 'cycle', events[k - 3:k + 1]   # right after one
+    times = [events[k][1] for k in served]
+    cycles = [t for what, t in events if what == 'cycle']
+    assert len(cycles) >= 95
+    gaps = np.diff(times)
+    assert gaps.max() <= 2 * SERVICE_PERIOD + 1e-9
+    assert gaps[np.array(times[1:]) < states_until].max() <= SERVICE_PERIOD + 0.0015
+    assert gaps.min() >= SERVICE_PERIOD - 1e-9
 
 
 def test_superseding_keeps_the_newest_message_of_each_joint_set():

@@ -35,6 +35,7 @@ from robot_dynamics.trajectories.goal import GOAL_TOLERANCE_VIOLATED
 
 NODE_NAME = 'computed_torque_controller'
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
+                        # (after a cycle; at most twice as long without states)
 ZERO_ACK_WAIT = 0.5     # s: at exit, wait at most this for the subscribers to take the zero
 
 
@@ -164,10 +165,14 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         on the /joint_states and trajectory subscriptions alone, in a wait set made once
         (rclpy's executor builds one from every entity of the node for each message, ≈ 0.15
         ms of Python per state here), run the callbacks of what arrived, in arrival order
-        per topic, and let `executor` serve the rest (parameter services) every
-        SERVICE_PERIOD. Returns when `running()` turns false (a stop request) or the
-        context shuts down, or at once if this rclpy lacks the wait-set binding (the
-        executor then does all the work)."""
+        per topic, and let `executor` serve the rest (parameter services, the action
+        server, the other topics) once SERVICE_PERIOD has passed: right after the cycle of
+        the first state that comes after it, so that the ≈ 0.3-1 ms that serving takes
+        falls where the loop waits for its next state anyway (at a fixed time it held up
+        one state in ten or so by that much: the effort then reached controller_manager a
+        cycle late); with no state coming, SERVICE_PERIOD later at the latest. Returns when
+        `running()` turns false (a stop request) or the context shuts down, or at once if
+        this rclpy lacks the wait-set binding (the executor then does all the work)."""
         try:
             from rclpy.impl.implementation_singleton import rclpy_implementation
             wait_set = rclpy_implementation.WaitSet(2, 0, 0, 0, 0, 0, self.context.handle)
@@ -178,13 +183,14 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         serve_at = time.monotonic() + SERVICE_PERIOD
         running = running or self.context.ok
         while running() and self.context.ok():
-            timeout = serve_at - time.monotonic()
+            now = time.monotonic()
             try:
-                if timeout <= 0.0:
-                    serve_at += SERVICE_PERIOD * (1 + int(-timeout / SERVICE_PERIOD))
+                if now >= serve_at:
+                    serve_at = now + SERVICE_PERIOD
                     executor.spin_once(timeout_sec=0.0)
                 else:
-                    self._wait_and_take(wait_set, topics, round(timeout * 1e9))
+                    self._wait_and_take(wait_set, topics,
+                                        round((serve_at + SERVICE_PERIOD - now) * 1e9))
             except Exception:  # noqa: B902 - rclpy's RCLError on a context shut down meanwhile
                 if self.context.ok():
                     raise
