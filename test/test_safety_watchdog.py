@@ -150,3 +150,70 @@ def test_short_jitter_below_the_timeout_keeps_the_trajectory():
         assert math.isfinite(float(np.sum(reference)))
     finally:
         harness.close()
+
+
+def frozen_stream(harness, robot, q, qd, predicate, what):
+    """Publish the same (q, q̇) about every 10 ms under a new stamp each time, as
+    joint_state_broadcaster does when the hardware behind it stopped updating."""
+    def send():
+        msg = resting_state(JOINTS, q, robot)
+        msg.velocity = [float(v) for v in qd]
+        robot.states.publish(msg)
+    harness.spin_until(lambda: send() or predicate(), what)
+
+
+MOVING = np.array([0.0, 0.0, 0.5, 0.0, 0.0, 0.0])     # rad/s: joint_3 moving
+
+
+@pytest.mark.parametrize('mode', ['on_state', 'timer'])
+def test_a_moving_state_that_stays_the_same_trips_the_watchdog_until_it_changes(mode):
+    """Hardware frozen behind a publisher that goes on sending its last values: joint_3
+    reported at 0.5 rad/s with the very same position for longer than state_timeout is
+    frozen; zero effort and status state_timeout, as if it were silent, until the state
+    changes; then the measured position is held (the move is abandoned)."""
+    harness, controller, robot = start(f'control_mode:={mode}', 'state_timeout:=0.1',
+                                       'control_rate:=100.0')
+    try:
+        stream(harness, robot, Q, lambda: robot.status == 'holding', 'holding')
+        robot.move_to(GOAL, 10)
+        stream(harness, robot, Q, lambda: robot.status == 'running', 'the move running')
+        frozen_stream(harness, robot, Q, MOVING, lambda: robot.status == 'state_timeout',
+                      'the watchdog on the frozen state')
+        assert list(controller._frozen) == [False, False, True, False, False, False]
+        tripped = len(robot.log)
+        frozen_stream(harness, robot, Q, MOVING,
+                      lambda: len(after(robot.log, tripped, 'effort')) >= 5,
+                      'efforts while frozen')
+        assert all(e == [0.0] * 6 for e in after(robot.log, tripped, 'effort'))
+        back = len(robot.log)
+        stream(harness, robot, MOVED, lambda: len(after(robot.log, back, 'reference')) >= 3,
+               'cycles after the state changed')
+        references = np.array(after(robot.log, back, 'reference'))
+        np.testing.assert_allclose(references, np.tile(MOVED, (len(references), 1)),
+                                   atol=1e-12)
+        assert robot.status == 'holding' and not controller._frozen.any()
+    finally:
+        harness.close()
+
+
+def test_a_joint_at_rest_or_creeping_below_the_stopped_velocity_may_repeat_its_state():
+    """Values repeated at rest (q̇ = 0) or with a velocity within
+    constraints.stopped_velocity_tolerance (a filter's offset) are not frozen: 1.5 s of
+    the same values (0.009 rad/s for 1.5 s is more than FROZEN_MOTION), and the move keeps
+    running."""
+    harness, controller, robot = start('control_mode:=on_state', 'state_timeout:=0.1')
+    try:
+        stream(harness, robot, Q, lambda: robot.status == 'holding', 'holding')
+        robot.move_to(GOAL, 10)
+        stream(harness, robot, Q, lambda: robot.status == 'running', 'the move running')
+        creeping = np.array([0.0, 0.009, 0.0, 0.0, -0.009, 0.0])   # below 0.01 rad/s
+        mark = len(robot.log)
+        end = time.monotonic() + 1.5
+        frozen_stream(harness, robot, Q, creeping, lambda: time.monotonic() > end,
+                      'the repeated states')
+        assert 'state_timeout' not in after(robot.log, mark, 'status')
+        assert robot.status == 'running' and not controller._frozen.any()
+        efforts = after(robot.log, mark, 'effort')
+        assert len(efforts) > 10 and all(e != [0.0] * 6 for e in efforts)
+    finally:
+        harness.close()

@@ -150,7 +150,9 @@ CONTROLLER = (
     Parameter('state_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0, live=True,
               description=(
         'zero effort when a controlled joint has not been heard from for this long [s '
-        'of node clock]; 0 = never')),
+        'of node clock], or when its moving state has been sent again unchanged for this '
+        'long after its velocity implied 0.01 rad (or m) of motion (frozen hardware behind '
+        'joint_state_broadcaster); 0 = never')),
     Parameter('constraints.goal_tolerance', 'double', default=0.01, minimum=0.0, maximum=1000.0,
               live=True,
               description=(

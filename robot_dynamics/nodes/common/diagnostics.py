@@ -308,8 +308,11 @@ class ControllerDiagnostics(Diagnostics):
         now = node._now()
         stale = [j for j, t in zip(node.joints, received) if now - t > node.state_timeout]
         if stale or node._status == 'state_timeout':
+            frozen = [j for j, f in zip(node.joints, node._frozen) if f]
             report.flag(ERROR, f'no /joint_states of {joint_list(stale)} within '
-                               f'state_timeout {node.state_timeout:g} s: zero effort')
+                               f'state_timeout {node.state_timeout:g} s: zero effort'
+                        + (f' (frozen: {joint_list(frozen)}, the same moving state sent '
+                           'again)' if frozen else ''))
             return f'tripped (no /joint_states within {node.state_timeout:g} s)'
         return f'ok (state_timeout {node.state_timeout:g} s)'
 

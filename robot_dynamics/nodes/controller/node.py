@@ -90,6 +90,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._q = np.zeros(n)
         self._qd = np.zeros(n)
         self._received = np.full(n, -math.inf)   # clock time each joint was last seen [s]
+        self._changed_at = np.full(n, -math.inf)  # ... its state last changed, if moving [s]
+        self._frozen = np.zeros(n, dtype=bool)    # moving joints whose state stays the same
         self._ready = False
         self._stale = False          # states timed out (or time went back): re-sync and hold
         self._last_t = -math.inf     # reference time of the last cycle [s]
@@ -276,14 +278,13 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         if not self._ready and not self._start_holding(t):
             return
         if self.state_timeout > 0.0 and clock_now - self._received.min() > self.state_timeout:
-            stale = [self.joints[i] for i in np.flatnonzero(
-                clock_now - self._received > self.state_timeout)]
+            late = np.flatnonzero(clock_now - self._received > self.state_timeout)
             if not self._stale:
+                what = self._watchdog_text(late)
                 self.get_logger().warning(
-                    f'no /joint_states for {stale} within state_timeout '
-                    f'{self.state_timeout:g} s: commanding zero effort until they return')
-                self._action.preempt(f'aborted: no /joint_states for {stale} within '
-                                     'state_timeout')
+                    f'{what} within state_timeout {self.state_timeout:g} s: commanding zero '
+                    'effort until they return')
+                self._action.preempt(f'aborted: {what} within state_timeout')
             self._stale = True
             self._publish_command(np.zeros(self.model.n))
             self._set_status('state_timeout')
@@ -323,6 +324,16 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._topic_tolerances.after_cycle(t, reference, q, qd)
         if self.publish_state and self._state_due(t):
             self._publish_state(reference, tau, q, qd)
+
+    def _watchdog_text(self, late):
+        """What tripped the state watchdog for the joints `late` (indices): 'no
+        /joint_states for [...]' and/or '/joint_states of [...] frozen'."""
+        silent = [self.joints[i] for i in late if not self._frozen[i]]
+        frozen = [self.joints[i] for i in late if self._frozen[i]]
+        parts = ([f'no /joint_states for {silent}'] if silent else []) + (
+            [f'/joint_states of {frozen} frozen (the same moving state sent again)']
+            if frozen else [])
+        return ' and '.join(parts)
 
     def _state_due(self, t):
         """Diagnostics at most state_publish_rate (of the cycle time t); time going back

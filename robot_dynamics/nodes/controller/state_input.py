@@ -13,11 +13,14 @@ MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: mess
 CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
 FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
 REPEAT_AGE_LIMIT = 0.01  # s: a moving state sent again is aged by its first stamp up to this
+FROZEN_MOTION = 0.01    # rad | m: a moving joint whose state stays the same while its velocity
+#                         implies more motion than this is frozen (its state_timeout runs)
 
 
 class JointStateInput:
     """The /joint_states side of ComputedTorqueController (a mixin: it uses the node's
-    `_index`, `_q`, `_qd`, `_received`, `control_mode`, `state_timeout`)."""
+    `_index`, `_q`, `_qd`, `_received`, `_changed_at`, `_frozen`, `control_mode`,
+    `state_timeout`, `stopped_velocity_tolerance`)."""
 
     @guarded('joint_states', control=True)
     def _on_joint_states(self, msg):
@@ -45,11 +48,41 @@ class JointStateInput:
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
             self._age_a_repeated_measurement(stamp, targets, positions, velocities)
+        fresh = self._fresh_joints(targets, positions, velocities, now)
         self._q[targets] = positions
         self._qd[targets] = velocities
-        self._received[targets] = now
+        self._received[targets[fresh]] = now
         if self.control_mode == 'on_state':
             self._control_cycle(stamp, now)
+
+    def _fresh_joints(self, targets, positions, velocities, now):
+        """Which of `targets` (a boolean mask) this message refreshes for the state
+        watchdog: all but the frozen joints, those moving (|q̇| above
+        constraints.stopped_velocity_tolerance) whose position and velocity are the very
+        same as before for so long that the velocity implies more than FROZEN_MOTION of
+        motion. That is hardware that stopped updating behind a publisher that goes on
+        sending its last values (joint_state_broadcaster publishes every cycle whatever
+        the hardware does): without this, the controller would act on a frozen state
+        while the arm moves. A frozen joint is then as silent for state_timeout (zero
+        effort, status state_timeout) until its state changes. A joint at rest may repeat
+        its values for ever, and no encoder's step is as large as FROZEN_MOTION."""
+        moving = np.abs(velocities) > self.stopped_velocity_tolerance
+        same = (moving & (positions == self._q[targets])
+                & (velocities == self._qd[targets]))
+        changed_at = np.where(same, self._changed_at[targets], now)
+        self._changed_at[targets] = changed_at
+        frozen = same & (np.abs(velocities) * (now - changed_at) > FROZEN_MOTION)
+        newly = frozen & ~self._frozen[targets]
+        self._frozen[targets] = frozen
+        if newly.any():
+            joints = [self.joints[i] for i in targets[newly]]
+            self.get_logger().warning(
+                f'/joint_states of {joints} frozen: the same position and velocity (moving '
+                f'at {np.abs(velocities[newly]).max():.3g} rad/s or m/s) sent again for '
+                f'{now - changed_at[newly].min():.3g} s, more motion than the state shows; '
+                'the hardware behind the publisher stopped updating? These joints count as '
+                'silent for state_timeout')
+        return ~frozen
 
     def _known_names_updates(self, msg):
         """The fast path of _joint_updates for a name list seen before whose values are all
