@@ -171,8 +171,9 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         server, the other topics) once SERVICE_PERIOD has passed: right after the cycle of
         the first state that comes after it, so that the ≈ 0.3-1 ms that serving takes
         falls where the loop waits for its next state anyway (at a fixed time it held up
-        one state in ten or so by that much: the effort then reached controller_manager a
-        cycle late); with no state coming, SERVICE_PERIOD later at the latest. Returns when
+        the state arriving meanwhile, at 1 kHz up to one in ten, whose effort could then
+        miss its controller_manager cycle); with no state coming, SERVICE_PERIOD later at
+        the latest. Returns when
         `running()` turns false (a stop request) or the context shuts down, or at once if
         this rclpy lacks the wait-set binding (the executor then does all the work)."""
         try:
