@@ -6,6 +6,8 @@ hardware plugin that sends JointState commands)."""
 
 import math
 
+import time
+
 import numpy as np
 import pytest
 
@@ -324,5 +326,51 @@ def test_a_backlog_in_an_oldest_first_reader_ends_within_the_drain_period():
         at = skipped[0]
         assert max(waiting[at:at + 3]) >= 2, waiting            # the backlog was there
         assert min(waiting[at + 3:at + 3 + window]) <= 1, waiting   # and it ended
+    finally:
+        harness.close()
+
+
+def test_a_command_written_before_the_last_state_was_sent_holds_the_next_state_back():
+    """The reader as topic_based_ros2_control: each cycle reads the oldest state queued,
+    then writes a command stamped at that write. From cycle 30, one read misses the state
+    that came late for it, and the command of that cycle is stamped before the state was
+    sent, as it is when a state arrives after the read. The plant then sends no state at
+    its next tick: the next read takes the waiting one and finds nothing behind it (no
+    backlog, though the periodic drain is a period away), and one state is counted as
+    held back. Commands stamped after the state they answer are never held back."""
+    import collections
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    harness, plant, hardware = start('publish_clock:=false', 'publish_rate:=400.0',
+                                     'publish_on_command:=true', 'command_timeout:=0.0')
+    try:
+        queue, waiting, missed = collections.deque(maxlen=5), [], []
+        hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
+                                     qos_profile_sensor_data)
+        tau = holding()
+
+        def write(stamp_ns):
+            msg = JointState(name=list(JOINTS), effort=[float(v) for v in tau])
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+            hardware.publisher.publish(msg)
+
+        def cycle():
+            waiting.append(len(queue))
+            if len(waiting) >= 30 and queue and not missed:
+                missed.append(len(waiting))               # the state came after the read
+                missed.append(plant.held_states)          # none held back before
+                plant._answers = 0                        # the drain a period away
+                write(hardware.stamps()[-1] - 1)          # written before it was sent
+                return
+            if queue:
+                queue.popleft()
+            write(time.time_ns())
+        hardware.create_timer(0.01, cycle)
+        harness.spin_until(lambda: missed and len(waiting) >= missed[0] + 8,
+                           'the reader cycles')
+        at = missed[0]
+        assert sum(waiting[at - 20:at]) >= 15, waiting         # states read before the miss
+        assert max(waiting[at:at + 8]) <= 1, waiting           # no backlog after the miss
+        assert missed[1] == 0 and plant.held_states == 1
     finally:
         harness.close()

@@ -67,6 +67,7 @@ IDLE_PUBLISH_PERIOD = 0.1  # wall s between states while publish_on_command hear
 PHASE_TARGET = 0.1    # publish_on_command: a tick this many periods after a command arrives
 PHASE_GAIN = 0.05     # ... the share of the phase error corrected at each tick
 QUEUE_DRAIN_PERIOD = 10    # ... one answered tick in this many publishes no state
+SAME_CLOCK = 1.0      # s: a command stamp this close to the plant's system clock is on it
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
 
 
@@ -150,6 +151,10 @@ class PlantSimulator(Node):
         self._stretched = 0.0                # ... simulated time [s] added for them so far
         self._grid_stamps = False            # ... states stamped when their tick was due
         self._answers = 0                    # ... ticks that answered a command
+        self._command_written = None         # ... system time the newest command was
+        #                                      stamped (JointState commands; None: no stamp)
+        self._last_sent = -math.inf          # ... system time the last state was sent
+        self.held_states = 0                 # ... states held back: the last one not read
         self.ticks = 0                       # free-running: ticks integrated
         self.late_ticks = 0                  # ... processed > tick_period after they were due
         self.dropped_ticks = 0               # ... beyond MAX_CATCH_UP, not integrated
@@ -313,6 +318,9 @@ class PlantSimulator(Node):
             return
         self._tau_command = tau
         self._command_time = self._plant_time()
+        stamp = getattr(msg, 'header', None)
+        self._command_written = (stamp.stamp.sec + stamp.stamp.nanosec * 1e-9
+                                 if stamp is not None else None) or None
         self._answered = True
         self._holding = False
         if self._closed_at is None and self._wall_start is not None:
@@ -532,7 +540,9 @@ class PlantSimulator(Node):
                 '{simulated:.3f} s simulated in {wall:.3f} s wall (real-time factor '
                 '{real_time_factor:.4f}), {late_ticks} late (> 1 period), {dropped_ticks} '
                 'dropped, {unanswered_states} states unanswered '
-                'before the next tick'.format(**stats))
+                'before the next tick'.format(**stats)
+                + (f', {self.held_states} held back (the previous state not yet read: its '
+                   'command was written before it was sent)' if self.held_states else ''))
         return super().destroy_node()
 
     @measured
@@ -647,13 +657,34 @@ class PlantSimulator(Node):
         plant cannot see that queue; a cycle without a state every QUEUE_DRAIN_PERIOD ends
         such a run within that many cycles and otherwise costs one read of a state a cycle
         old (the broadcaster repeats the last one under a new stamp; this package's
-        controller takes it for the older measurement it is). A tick that finds no command
+        controller takes it for the older measurement it is). Where a command's stamp shows
+        that the last state is still waiting (`_last_state_unread`), the tick holds its
+        state back at once, and such a run does not start. A tick that finds no command
         (it came late) publishes no state either, and does not wait for it: the command acts
         from the next tick."""
         if not self.publish_on_command or self._closed_at is None:
             return False
+        if self._last_state_unread():
+            self.held_states += 1
+            return True
         self._answers += 1
         return self._answers % QUEUE_DRAIN_PERIOD == 0
+
+    def _last_state_unread(self):
+        """The newest command taken was stamped before the plant's last state was sent:
+        topic_based_ros2_control stamps its command in write(), after the read() of the
+        same cycle, so that read cannot have taken the state; the state waits for the next
+        read, and a state sent now would queue behind it (every read a cycle old from then
+        on: the backlog the drain ends). Held back, the next read takes the waiting state
+        and nothing waits behind it. Only for a command stamped on the plant's system clock
+        (within SAME_CLOCK s of it): a command without a stamp, or on simulated time, says
+        nothing of the read. A controller that answers each state stamps its command after
+        that state was sent, and is never held back."""
+        written = self._command_written
+        if written is None:
+            return False
+        now = time.time()
+        return abs(now - written) < SAME_CLOCK and written < self._last_sent
 
     def _publication_due(self):
         """Free-running: always; with publish_on_command once a command has arrived since
@@ -722,6 +753,7 @@ class PlantSimulator(Node):
         msg.effort = self._tau_applied.tolist()
         self._state_pub.publish(msg)
         self._last_publish_wall = time.monotonic()
+        self._last_sent = time.time()
         self._awaiting_command = self.publish_clock and self.lockstep
         self._answered = False
         self._command_heard = False

@@ -42,8 +42,9 @@ PLANT = (
         'the last one (every 0.1 s while none does), and move the ticks (not their period) '
         'to fall just after the commands arrive, so a hardware interface that takes one '
         'state per cycle from a queue (topic_based_ros2_control) reads each state at a '
-        'steady age; one answered tick in 10 publishes none, which ends a backlog in that '
-        'queue. With publish_clock: no effect')),
+        'steady age; a tick whose command (a JointState stamped on the same clock) was '
+        'written before the last state was sent publishes none, as does one answered tick '
+        'in 10: no backlog in that queue. With publish_clock: no effect')),
     Parameter('command_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0,
               description=(
         'apply zero effort when the last command is older than this [s of plant time]; '
