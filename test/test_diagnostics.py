@@ -283,3 +283,26 @@ def test_thresholds_are_live_parameters_checked_when_set():
         assert DiagnosticStatus.ERROR == bytes([ERROR])   # our levels are the message's
     finally:
         harness.close()
+
+
+def test_the_watchdog_says_which_tripped_joints_are_frozen_not_silent():
+    """The state watchdog's report, on a stand-in controller: joint_2 silent and joint_3
+    frozen (its moving state sent again unchanged) are both past state_timeout; the ERROR
+    names both, and the frozen one as frozen."""
+    import types
+    from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, ERROR, Report
+    node = types.SimpleNamespace(
+        joints=['joint_1', 'joint_2', 'joint_3'], _ready=True, state_timeout=0.1,
+        _received=np.array([10.0, 9.5, 9.6]), _frozen=np.array([False, False, True]),
+        _status='state_timeout', _now=lambda: 10.05)
+    diagnostics = ControllerDiagnostics.__new__(ControllerDiagnostics)
+    diagnostics._node = node
+    report = Report()
+    assert diagnostics._watchdog(report).startswith('tripped')
+    assert report.level == ERROR
+    (reason,) = report.reasons
+    assert 'joint_2, joint_3' in reason and 'frozen: joint_3' in reason
+    node._frozen[:] = False
+    report = Report()
+    diagnostics._watchdog(report)
+    assert 'frozen' not in report.reasons[0]
