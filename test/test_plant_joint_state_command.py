@@ -291,6 +291,18 @@ def test_a_reader_taking_one_state_a_cycle_reads_the_newest_with_publish_on_comm
         harness.close()
 
 
+def oldest_first_reader(hardware):
+    """A queue of the plant's states as topic_based_ros2_control's subscription holds them
+    (SensorDataQoS: the last 5); its reader takes the oldest."""
+    import collections
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    queue = collections.deque(maxlen=5)
+    hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
+                                 qos_profile_sensor_data)
+    return queue
+
+
 def test_a_backlog_in_an_oldest_first_reader_ends_within_the_drain_period():
     """The reader as above (one state a cycle, the oldest queued), the plant answering
     each command. From cycle 30, at the first read that finds a state, the reader takes
@@ -299,16 +311,11 @@ def test_a_backlog_in_an_oldest_first_reader_ends_within_the_drain_period():
     leaves one answered tick in QUEUE_DRAIN_PERIOD without a state: within that many
     cycles (and a margin) a read finds one state again. (The drain count restarts at the
     missed read: a drain right after it would leave no backlog to see.)"""
-    import collections
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
     from robot_dynamics.nodes.plant import QUEUE_DRAIN_PERIOD
     harness, plant, hardware = start('publish_clock:=false', 'publish_rate:=400.0',
                                      'publish_on_command:=true', 'command_timeout:=0.0')
     try:
-        queue, waiting, skipped = collections.deque(maxlen=5), [], []
-        hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
-                                     qos_profile_sensor_data)
+        queue, waiting, skipped = oldest_first_reader(hardware), [], []
         tau = holding()
 
         def cycle():
@@ -338,15 +345,11 @@ def test_a_command_written_before_the_last_state_was_sent_holds_the_next_state_b
     its next tick: the next read takes the waiting one and finds nothing behind it (no
     backlog, though the periodic drain is a period away), and one state is counted as
     held back. Commands stamped after the state they answer are never held back."""
-    import collections
-    from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     harness, plant, hardware = start('publish_clock:=false', 'publish_rate:=400.0',
                                      'publish_on_command:=true', 'command_timeout:=0.0')
     try:
-        queue, waiting, missed = collections.deque(maxlen=5), [], []
-        hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
-                                     qos_profile_sensor_data)
+        queue, waiting, missed = oldest_first_reader(hardware), [], []
         tau = holding()
 
         def write(stamp_ns):

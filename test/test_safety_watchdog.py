@@ -84,6 +84,14 @@ def after(log, index, kind):
     return [data for k, data in log[index:] if k == kind]
 
 
+def assert_holds_where_it_returned(harness, robot, q, cycles, what):
+    """Stream q until `cycles` references came: each is q (the measured position held)."""
+    back = len(robot.log)
+    stream(harness, robot, q, lambda: len(after(robot.log, back, 'reference')) >= cycles, what)
+    references = np.array(after(robot.log, back, 'reference'))
+    np.testing.assert_allclose(references, np.tile(q, (len(references), 1)), atol=1e-12)
+
+
 def test_timer_mode_stale_states_give_zero_effort_then_hold_the_measured_position():
     harness, controller, robot = start('state_timeout:=0.1', 'control_rate:=100.0')
     try:
@@ -99,12 +107,7 @@ def test_timer_mode_stale_states_give_zero_effort_then_hold_the_measured_positio
         assert all(e == [0.0] * 6 for e in during)
         assert after(robot.log, timeout_at, 'reference') == []   # state topics paused
         assert any(e != [0.0] * 6 for e in after(robot.log, mark, 'effort')[:1])
-        back = len(robot.log)
-        stream(harness, robot, MOVED, lambda: len(after(robot.log, back, 'reference')) >= 5,
-               'cycles after the return')
-        references = np.array(after(robot.log, back, 'reference'))
-        np.testing.assert_allclose(references, np.tile(MOVED, (len(references), 1)),
-                                   atol=1e-12)
+        assert_holds_where_it_returned(harness, robot, MOVED, 5, 'cycles after the return')
         assert robot.status == 'holding'
         assert controller.sampler.status(controller._now()) == 'holding'
     finally:
@@ -185,12 +188,8 @@ def test_a_moving_state_that_stays_the_same_trips_the_watchdog_until_it_changes(
                       lambda: len(after(robot.log, tripped, 'effort')) >= 5,
                       'efforts while frozen')
         assert all(e == [0.0] * 6 for e in after(robot.log, tripped, 'effort'))
-        back = len(robot.log)
-        stream(harness, robot, MOVED, lambda: len(after(robot.log, back, 'reference')) >= 3,
-               'cycles after the state changed')
-        references = np.array(after(robot.log, back, 'reference'))
-        np.testing.assert_allclose(references, np.tile(MOVED, (len(references), 1)),
-                                   atol=1e-12)
+        assert_holds_where_it_returned(harness, robot, MOVED, 3,
+                                       'cycles after the state changed')
         assert robot.status == 'holding' and not controller._frozen.any()
     finally:
         harness.close()
