@@ -5,6 +5,7 @@ JointGroupEffortController, then the demo move.
 
     ros2 launch robot_dynamics ros2_control_sim.launch.py [robot_params_file:=...]
         [sim_params_file:=...] [update_rate:=1000] [demo:=true]
+        [realtime_priority:=80] [realtime_cpu_affinity:=1] [realtime_lock_memory:=true]
 
 Started: robot_state_publisher with the robot's URDF and a <ros2_control> block
 (topic_based_ros2_control/TopicBasedSystem; per joint an effort command interface and
@@ -20,7 +21,10 @@ of the broadcaster; command_topic /effort_controller/commands); the demo move, o
 plant has its first effort command (demo:=false: none). Any arm: a DH preset's URDF is generated from the model, joints named by `joints`; a
 URDF robot file's own URDF is used. Files as in sim.launch.py: the robot file, the derived
 demo move, the robot's own demo file (config/sim_<name>.yaml), then sim_params_file
-(default config/ros2_control_sim.yaml; several separated by ';').
+(default config/ros2_control_sim.yaml; several separated by ';'). The realtime_* arguments
+set the plant's and the controller's real-time options (doc/realtime.md) over the files;
+controller_manager runs its update loop at SCHED_FIFO 50 by itself where it may (its
+`thread_priority`), its other threads under the normal scheduler.
 
 Needs ros2_control, ros2_controllers (effort_controllers, joint_state_broadcaster) and
 topic_based_ros2_control (apt install ros-$ROS_DISTRO-ros2-control
@@ -96,6 +100,10 @@ def nodes(context):
         ros2_control_sim.controllers_file(
             joints, int(argument(LaunchConfiguration('update_rate'))))
     wall = {'use_sim_time': False}
+    realtime = bringup.realtime_parameters(
+        argument(LaunchConfiguration('realtime_priority')),
+        argument(LaunchConfiguration('realtime_cpu_affinity')),
+        argument(LaunchConfiguration('realtime_lock_memory')))
 
     def parameters(name, overrides):
         return bringup.node_parameters(files, name, '', name, overrides)
@@ -115,7 +123,7 @@ def nodes(context):
     plant = Node(package='robot_dynamics', executable='plant', name=PLANT, output='screen',
                  parameters=parameters(PLANT, {
                      'publish_clock': False, 'command_message': 'joint_state',
-                     'command_topic': ros2_control_sim.COMMANDS_TOPIC, **wall}),
+                     'command_topic': ros2_control_sim.COMMANDS_TOPIC, **wall, **realtime}),
                  remappings=[('joint_states', ros2_control_sim.STATES_TOPIC)],
                  on_exit=[Shutdown(reason='the plant stopped')])
     actions += [
@@ -128,7 +136,7 @@ def nodes(context):
         #      gives the controllers its parameter file (effort_controller's joints)
         plant,
         Node(package='robot_dynamics', executable='controller', name=CONTROLLER,
-             output='screen', parameters=parameters(CONTROLLER, wall)),
+             output='screen', parameters=parameters(CONTROLLER, {**wall, **realtime})),
     ]
     if bringup.launch_flag(argument(LaunchConfiguration('demo'))):
         # once the plant has its first effort command: the controller says it holds the
@@ -161,5 +169,14 @@ def generate_launch_description():
             '(joint_state_broadcaster and effort_controller over the robot\'s joints)'),
         DeclareLaunchArgument('demo', default_value='true',
                               description='true: send the demo move once the controller holds'),
+        DeclareLaunchArgument('realtime_priority', default_value='',
+                              description='realtime.priority of plant and controller '
+                              '(SCHED_FIFO 1..99, 0 = off); empty: as in the files'),
+        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
+                              description='realtime.cpu_affinity of plant and controller, '
+                              'e.g. 1 or 0,1; empty: as in the files'),
+        DeclareLaunchArgument('realtime_lock_memory', default_value='',
+                              description='realtime.lock_memory of plant and controller '
+                              '(true | false); empty: as in the files'),
         OpaqueFunction(function=nodes),
     ])

@@ -481,7 +481,8 @@ def write(path, sections):
                        stream)
 
 
-@pytest.mark.parametrize('path', [SIM_LAUNCH, MANAGED_LAUNCH], ids=os.path.basename)
+@pytest.mark.parametrize('path', [SIM_LAUNCH, MANAGED_LAUNCH, os.path.join(
+    REPO, 'launch', 'ros2_control_sim.launch.py')], ids=os.path.basename)
 def test_launch_files_declare_the_realtime_arguments_empty(path):
     defaults = {first_string(c): keyword(c, 'default_value')
                 for c in calls(parse(path), 'DeclareLaunchArgument')}

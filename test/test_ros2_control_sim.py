@@ -188,6 +188,26 @@ def test_update_rate_controllers_file_and_demo_arguments(fake_launch, monkeypatc
         'update_rate'] == 500
 
 
+def test_the_realtime_arguments_go_to_the_plant_and_the_controller(fake_launch, monkeypatch):
+    """realtime_* launch arguments: the plant's and the controller's realtime.* parameters
+    (over the files); empty ones (the default) set nothing; a bad one is named."""
+    given = {'realtime_priority': '80', 'realtime_lock_memory': 'true',
+             'realtime_cpu_affinity': '1'}
+    found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
+                         monkeypatch, **given)
+    realtime = {'realtime.priority': 80, 'realtime.lock_memory': True,
+                'realtime.cpu_affinity': [1]}
+    for node in ('robot_dynamics/plant', 'robot_dynamics/controller'):
+        assert realtime.items() <= node_values(found[node]).items(), node
+    found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
+                         monkeypatch)
+    assert not any(name.startswith('realtime.')
+                   for name in node_values(found['robot_dynamics/plant']))
+    with pytest.raises(ValueError, match='realtime_priority'):
+        launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True, monkeypatch,
+                     realtime_priority='120')
+
+
 def test_the_description_refuses_a_wrong_number_of_initial_positions():
     with pytest.raises(ValueError, match='initial_positions: 2 values for 3 joints'):
         ros2_control_sim.description('<robot name="r"></robot>', ['a', 'b', 'c'], [0.0, 0.0])
