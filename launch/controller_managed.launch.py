@@ -56,10 +56,7 @@ def controller_actions(context):
     files += bringup.params_file_list(argument(LaunchConfiguration('settings_params_file')))
     overrides = {'use_sim_time': bringup.launch_flag(
         argument(LaunchConfiguration('use_sim_time')))}
-    overrides.update(bringup.realtime_parameters(
-        argument(LaunchConfiguration('realtime_priority')),
-        argument(LaunchConfiguration('realtime_cpu_affinity')),
-        argument(LaunchConfiguration('realtime_lock_memory'))))
+    overrides.update(bringup.realtime_launch_parameters(argument, LaunchConfiguration))
     parameters = bringup.node_parameters(files, name, namespace, NODE_NAME, overrides)
     controller = LifecycleNode(
         package='robot_dynamics', executable='controller_managed', name=name,
@@ -113,14 +110,6 @@ def generate_launch_description():
                               description='with autostart: activate it once configured '
                               '(false: stay inactive until `ros2 lifecycle set ... '
                               'activate`)'),
-        DeclareLaunchArgument('realtime_priority', default_value='',
-                              description='realtime.priority (SCHED_FIFO 1..99, 0 = off); '
-                              'empty: as in the parameter files'),
-        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
-                              description='realtime.cpu_affinity, e.g. 1 or 0,1; empty: as '
-                              'in the parameter files'),
-        DeclareLaunchArgument('realtime_lock_memory', default_value='',
-                              description='realtime.lock_memory (true | false); empty: as in '
-                              'the parameter files'),
+        *bringup.declare_realtime_arguments(DeclareLaunchArgument),
         OpaqueFunction(function=controller_actions),
     ])

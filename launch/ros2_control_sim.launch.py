@@ -100,10 +100,7 @@ def nodes(context):
         ros2_control_sim.controllers_file(
             joints, int(argument(LaunchConfiguration('update_rate'))))
     wall = {'use_sim_time': False}
-    realtime = bringup.realtime_parameters(
-        argument(LaunchConfiguration('realtime_priority')),
-        argument(LaunchConfiguration('realtime_cpu_affinity')),
-        argument(LaunchConfiguration('realtime_lock_memory')))
+    realtime = bringup.realtime_launch_parameters(argument, LaunchConfiguration)
 
     def parameters(name, overrides):
         return bringup.node_parameters(files, name, '', name, overrides)
@@ -169,14 +166,6 @@ def generate_launch_description():
             '(joint_state_broadcaster and effort_controller over the robot\'s joints)'),
         DeclareLaunchArgument('demo', default_value='true',
                               description='true: send the demo move once the controller holds'),
-        DeclareLaunchArgument('realtime_priority', default_value='',
-                              description='realtime.priority of plant and controller '
-                              '(SCHED_FIFO 1..99, 0 = off); empty: as in the files'),
-        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
-                              description='realtime.cpu_affinity of plant and controller, '
-                              'e.g. 1 or 0,1; empty: as in the files'),
-        DeclareLaunchArgument('realtime_lock_memory', default_value='',
-                              description='realtime.lock_memory of plant and controller '
-                              '(true | false); empty: as in the files'),
+        *bringup.declare_realtime_arguments(DeclareLaunchArgument, 'plant and controller'),
         OpaqueFunction(function=nodes),
     ])

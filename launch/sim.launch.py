@@ -101,10 +101,7 @@ def loop_nodes(context):
     robot_file = argument(LaunchConfiguration('robot_params_file'))
     files = [robot_file] + demo_files(robot_file) + \
         bringup.params_file_list(argument(LaunchConfiguration('sim_params_file')))
-    realtime = bringup.realtime_parameters(
-        argument(LaunchConfiguration('realtime_priority')),
-        argument(LaunchConfiguration('realtime_cpu_affinity')),
-        argument(LaunchConfiguration('realtime_lock_memory')))
+    realtime = bringup.realtime_launch_parameters(argument, LaunchConfiguration)
     plant = argument(LaunchConfiguration('plant_name')) or PLANT
     controller = argument(LaunchConfiguration('controller_name')) or CONTROLLER
 
@@ -134,15 +131,7 @@ def generate_launch_description():
             'sim_params_file', default_value=os.path.join(config, 'sim.yaml'),
             description="node settings of the simulation (loaded after the robot file); "
             "several separated by ';', later ones win"),
-        DeclareLaunchArgument('realtime_priority', default_value='',
-                              description='realtime.priority of plant and controller '
-                              '(SCHED_FIFO 1..99, 0 = off); empty: as in the files'),
-        DeclareLaunchArgument('realtime_cpu_affinity', default_value='',
-                              description='realtime.cpu_affinity of plant and controller, '
-                              'e.g. 1 or 0,1; empty: as in the files'),
-        DeclareLaunchArgument('realtime_lock_memory', default_value='',
-                              description='realtime.lock_memory of plant and controller '
-                              '(true | false); empty: as in the files'),
+        *bringup.declare_realtime_arguments(DeclareLaunchArgument, 'plant and controller'),
         DeclareLaunchArgument(
             'use_sim_time', default_value='true',
             description='true: the plant publishes /clock and runs in lock-step'),

@@ -63,6 +63,17 @@ def first_string(call):
     return None
 
 
+def declared(path_or_tree):
+    """{launch argument: default} a launch file declares: its DeclareLaunchArgument calls,
+    and the realtime_* ones (empty) where it calls bringup.declare_realtime_arguments."""
+    tree = parse(path_or_tree) if isinstance(path_or_tree, str) else path_or_tree
+    defaults = {first_string(c): keyword(c, 'default_value')
+                for c in calls(tree, 'DeclareLaunchArgument')}
+    if any(True for _ in calls(tree, 'declare_realtime_arguments')):
+        defaults.update({name: '' for name in bringup.REALTIME_ARGUMENTS})
+    return defaults
+
+
 def console_scripts():
     """{executable: 'module:function'} from setup.py's entry_points."""
     scripts = {}
@@ -162,8 +173,7 @@ def test_managed_launch_file_configures_then_activates_the_lifecycle_controller_
     everywhere = [transition_attribute(c) for c in calls(tree, 'ChangeState')]
     assert inside == {'TRANSITION_ACTIVATE'}
     assert sorted(everywhere) == ['TRANSITION_ACTIVATE', 'TRANSITION_CONFIGURE']
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(tree, 'DeclareLaunchArgument')}
+    defaults = declared(tree)
     assert defaults['autostart'] == 'true' and defaults['activate'] == 'true'
     assert list(calls(tree, 'IfCondition')) == []     # the plan decides, not two conditions
 
@@ -279,8 +289,7 @@ def fake_launch(monkeypatch, tmp_path):
 def managed_context(**given):
     """The launch arguments of controller_managed.launch.py: the declared defaults, then
     `given`."""
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(MANAGED_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(MANAGED_LAUNCH)
     defaults['params_file'] = os.path.join(REPO, 'config', 'puma560.yaml')
     return {**defaults, **given}
 
@@ -373,8 +382,7 @@ def test_sim_launch_layers_files_and_launch_arguments_for_each_node(fake_launch,
     mine = str(tmp_path / 'mine.yaml')
     write(mine, {'/**': {'gains': {'kp': [150.0] * 6}, 'integration_step': 0.0005}})
     module = fake_launch(SIM_LAUNCH)
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(SIM_LAUNCH)
     sim_yaml = os.path.join(REPO, 'config', 'sim.yaml')
     context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
                'sim_params_file': f'{sim_yaml};{mine}', 'realtime_priority': '70',
@@ -405,8 +413,7 @@ def test_sim_launch_renamed_nodes_keep_their_settings(fake_launch):
     apply (the controller stays in on_state lock-step), and the demo addresses the
     renamed controller."""
     module = fake_launch(SIM_LAUNCH)
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(SIM_LAUNCH)
     context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
                'sim_params_file': os.path.join(REPO, 'config', 'sim.yaml'),
                'controller_name': 'my_ctrl', 'plant_name': 'my_plant', 'namespace': 'arm1'}
@@ -427,8 +434,7 @@ def test_sim_launch_stops_when_the_plant_stops(fake_launch):
     launch's controller and demo move driving the other simulation's arm: the plant's exit
     shuts the launch down; the controller's and the demo move's do not."""
     module = fake_launch(SIM_LAUNCH)
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(SIM_LAUNCH)
     context = {**defaults, 'robot_params_file': os.path.join(REPO, 'config', 'puma560.yaml'),
                'sim_params_file': os.path.join(REPO, 'config', 'sim.yaml')}
     nodes = {node.kwargs['name']: node for node in module.loop_nodes(context)}
@@ -445,8 +451,7 @@ def test_controller_launch_layers_several_params_files_and_renames(fake_launch, 
                 '/**/computed_torque_controller': {'gains': {'kp': [1.0]}}})
     write(mine, {'/**': {'gains': {'kp': [2.0]}}})
     module = fake_launch(os.path.join(REPO, 'launch', 'controller.launch.py'))
-    defaults = {first_string(c): keyword(c, 'default_value') for c in calls(
-        parse(os.path.join(REPO, 'launch', 'controller.launch.py')), 'DeclareLaunchArgument')}
+    defaults = declared(os.path.join(REPO, 'launch', 'controller.launch.py'))
     for name in ('computed_torque_controller', 'ctrl2'):
         (node,) = module.controller_node({**defaults, 'params_file': f'{arm};{mine}',
                                           'node_name': name})
@@ -484,10 +489,23 @@ def write(path, sections):
 @pytest.mark.parametrize('path', [SIM_LAUNCH, MANAGED_LAUNCH, os.path.join(
     REPO, 'launch', 'ros2_control_sim.launch.py')], ids=os.path.basename)
 def test_launch_files_declare_the_realtime_arguments_empty(path):
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(path), 'DeclareLaunchArgument')}
+    defaults = declared(path)
     for name in bringup.REALTIME_ARGUMENTS:
         assert defaults[name] == '', name
+    assert any(True for _ in calls(parse(path), 'declare_realtime_arguments'))
+
+
+def test_the_realtime_arguments_are_declared_empty_with_their_descriptions():
+    made = bringup.declare_realtime_arguments(
+        lambda name, **kwargs: (name, kwargs), 'plant and controller')
+    assert [name for name, _ in made] == list(bringup.REALTIME_ARGUMENTS)
+    for name, kwargs in made:
+        assert kwargs['default_value'] == ''
+        assert 'of plant and controller' in kwargs['description']
+    values = {'realtime_priority': '80', 'realtime_cpu_affinity': '',
+              'realtime_lock_memory': 'true'}
+    assert bringup.realtime_launch_parameters(lambda v: v, values.get) == {
+        'realtime.priority': 80, 'realtime.lock_memory': True}
 
 
 def test_managed_launch_file_generates_its_actions():
@@ -508,8 +526,7 @@ def test_managed_launch_file_generates_its_actions():
 
 
 def test_sim_launch_file_declares_the_visual_arguments_rviz_off_by_default():
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(SIM_LAUNCH)
     assert {'rviz', 'rviz_config', 'robot_params_file', 'use_sim_time', 'namespace'} <= set(
         defaults)
     assert defaults['rviz'] == 'false'
@@ -789,8 +806,7 @@ def test_sim_launch_layers_the_derived_move_and_the_robots_own_demo_file(
     from robot_dynamics.parameters.layering import layered_parameters
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
     module = fake_launch(SIM_LAUNCH)
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(SIM_LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(SIM_LAUNCH)
     config = os.path.join(REPO, 'config')
     context = {**defaults, 'robot_params_file': os.path.join(config, robot),
                'sim_params_file': os.path.join(config, 'sim.yaml')}

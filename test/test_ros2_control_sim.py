@@ -20,7 +20,7 @@ import yaml
 
 from robot_dynamics.model import RobotModel
 from robot_dynamics.nodes.common import bringup, ros2_control_sim
-from test_launch_files import calls, fake_launch, first_string, keyword, parse  # noqa: F401
+from test_launch_files import declared, fake_launch  # noqa: F401
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO, 'config')
@@ -43,8 +43,7 @@ def launch_nodes(load, robot_file, installed, monkeypatch, **arguments):
     or not; {kind or package/executable: action}."""
     module = load(LAUNCH)
     monkeypatch.setattr(bringup, 'package_installed', lambda package: installed)
-    defaults = {first_string(c): keyword(c, 'default_value')
-                for c in calls(parse(LAUNCH), 'DeclareLaunchArgument')}
+    defaults = declared(LAUNCH)
     context = {**defaults, 'robot_params_file': robot_file,
                'sim_params_file': os.path.join(CONFIG, 'ros2_control_sim.yaml'), **arguments}
     actions = module.nodes(context)

@@ -85,6 +85,30 @@ def params_file_list(text):
 REALTIME_ARGUMENTS = ('realtime_priority', 'realtime_cpu_affinity', 'realtime_lock_memory')
 
 
+def declare_realtime_arguments(declare, whose=''):
+    """The three realtime_* launch arguments, empty by default (the files decide),
+    declared with `declare` (launch's DeclareLaunchArgument: launch is not a dependency of
+    this module); `whose`: the nodes they set, for the descriptions."""
+    of = f' of {whose}' if whose else ''
+    return [
+        declare('realtime_priority', default_value='',
+                description=f'realtime.priority{of} (SCHED_FIFO 1..99, 0 = off); empty: as '
+                'in the parameter files'),
+        declare('realtime_cpu_affinity', default_value='',
+                description=f'realtime.cpu_affinity{of}, e.g. 1 or 0,1; empty: as in the '
+                'parameter files'),
+        declare('realtime_lock_memory', default_value='',
+                description=f'realtime.lock_memory{of} (true | false); empty: as in the '
+                'parameter files'),
+    ]
+
+
+def realtime_launch_parameters(argument, configuration):
+    """`realtime_parameters` of the realtime_* launch arguments: `argument(
+    configuration(name))` is a launch argument's value as text."""
+    return realtime_parameters(*(argument(configuration(name)) for name in REALTIME_ARGUMENTS))
+
+
 def realtime_parameters(priority='', cpu_affinity='', lock_memory=''):
     """{parameter: value} of the `realtime.*` parameters (doc/realtime.md) given as launch
     arguments: `priority` 0..99, `cpu_affinity` CPU numbers as '1', '0,1' or '[0, 1]',
