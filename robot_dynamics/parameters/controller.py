@@ -138,6 +138,15 @@ CONTROLLER = (
         'to the moment its effort acts on the arm (state transport, the cycle, the command '
         'path). The state is predicted to then (q + (qd + qdd_d d / 2) d, qd + qdd_d d) and '
         'the reference sampled there; ~/error is then against the prediction. 0 = none')),
+    Parameter('measure_latency', 'bool', default=False, live=True,
+              description=(
+        'measure latency_compensation while running from the efforts /joint_states '
+        'reports: a simulated arm that reports the effort it applied (this package\'s '
+        'plant, also behind topic_based_ros2_control and joint_state_broadcaster) shows '
+        'in each state which command acted over the tick before it; the running mean '
+        '(over about 100 states) of those dead times replaces latency_compensation, '
+        'which is its start value. A real arm reports measured torques, which equal no '
+        'command: then latency_compensation stays as set (said once)')),
     Parameter('state_age', 'double', default=0.0, minimum=0.0, maximum=0.1, live=True,
               description=(
         'how long before its header stamp a /joint_states was measured [s]: 0 when the '

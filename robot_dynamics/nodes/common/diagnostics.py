@@ -273,6 +273,7 @@ class ControllerDiagnostics(Diagnostics):
         if self.paced:
             report.add('late cycles', self.paced)
         report.add('watchdog', self._watchdog(report))
+        report.add('latency_compensation', self._latency(node))
         if node._ready:
             outside = node.sampler.describe_outside(node._q)
             report.add('outside position limits', outside or 'none')
@@ -295,6 +296,20 @@ class ControllerDiagnostics(Diagnostics):
         if window['cycles'] == 0 and node.control_mode == 'timer' and report.level == OK:
             report.flag(WARN, 'no control cycle in the last report window')
         return f'controlling at {window["rate"]:.1f} Hz'
+
+    @staticmethod
+    def _latency(node):
+        """The dead time the prediction uses: as set, or measured (measure_latency)."""
+        if not node.measure_latency:
+            return f'{node.latency_compensation * 1e3:.3f} ms (set)'
+        estimate = node.loop_delay
+        counts = (f'{estimate.unmatched} echoed none, {estimate.ambiguous} one sent more '
+                  'than once')
+        if not estimate.samples:
+            return (f'{estimate.value * 1e3:.3f} ms (measure_latency: no state has echoed a '
+                    f'command yet; {counts})')
+        return (f'{estimate.value * 1e3:.3f} ms (measured: {estimate.samples} states echoed a '
+                f'command; {counts})')
 
     def _watchdog(self, report):
         node = self._node

@@ -10,7 +10,8 @@ doc/safety.md.
 
 The node (node.py) is built from its parameters (parameters.py, declared and checked from
 robot_dynamics/parameters/controller.py), its state input (state_input.py: /joint_states
-by name) and the control-law selection (law_selection.py); `python -m
+by name), the dead time measured from echoed efforts (loop_delay.py: measure_latency) and
+the control-law selection (law_selection.py); `python -m
 robot_dynamics.nodes.controller` runs it (__main__.py).
 """
 

@@ -73,6 +73,12 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
                 f'{self.repeated_states} moving /joint_states repeated the previous one value '
                 'for value under a newer stamp (a read that found no new state, e.g. behind '
                 'joint_state_broadcaster); each was taken at its first stamp')
+        if getattr(self, 'measure_latency', False):
+            estimate = self.loop_delay
+            self.get_logger().info(
+                f'measure_latency: the dead time at the end {estimate.value * 1e3:.3f} ms; '
+                f'{estimate.samples} states echoed a command, {estimate.unmatched} none, '
+                f'{estimate.ambiguous} one sent more than once')
         self._zero_on_exit()
         action = getattr(self, '_action', None)
         if action is not None:
@@ -297,7 +303,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         if self.cmd_timeout > 0.0 and self.sampler.command_timed_out(
                 t, self._effective_cmd_timeout()):
             self._command_timed_out(t)
-        q, qd, delay = self._q, self._qd, self.latency_compensation
+        q, qd = self._q, self._qd
+        delay = self.loop_delay.value if self.measure_latency else self.latency_compensation
         reference = self.sampler.sample(t - self.state_age + delay)   # when the effort acts
         horizon = delay + self._repeat_age  # a measurement sent again is older than its stamp
         if horizon > 0.0:                   # the state then, accelerating as the reference
@@ -318,6 +325,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         if self._rate_limit is not None:    # effort_rate_limit, after the effort limits
             tau = self._rate_limit.limit(tau, t)
         self._publish_command(tau)          # first: the reaction latency ends here
+        if self.measure_latency:
+            self.loop_delay.sent(t, np.asarray(tau, dtype=float))
         self.identification.record(t, self._q, self._qd, tau, (
             reference.positions, reference.velocities, reference.accelerations))
         self._update_status(t)

@@ -14,12 +14,13 @@ from robot_dynamics.nodes.common import control_laws
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare, payload_model,
                                                    validated)
+from robot_dynamics.nodes.controller.loop_delay import LoopDelayEstimate
 from robot_dynamics.nodes.trajectories import speed_scaling
 from robot_dynamics.nodes.trajectories.feasibility_check import FeasibilityCheck
 from robot_dynamics.nodes.trajectories.joint_constraints import JointConstraints
 from robot_dynamics.trajectories.sampler import JointTrajectorySampler
 
-LIVE_SCALARS = ('state_timeout', 'latency_compensation', 'state_age',
+LIVE_SCALARS = ('state_timeout', 'latency_compensation', 'measure_latency', 'state_age',
                 'constraints.goal_tolerance',
                 'constraints.stopped_velocity_tolerance', 'cmd_timeout')
 LIVE_FLAGS = ('allow_nonzero_velocity_at_trajectory_end',
@@ -77,6 +78,8 @@ class ControllerParameters:
             self._set_rate_limit(self.law_settings)
         self.state_timeout = _parameter(self, 'state_timeout')
         self.latency_compensation = _parameter(self, 'latency_compensation')
+        self.measure_latency = _parameter(self, 'measure_latency')
+        self.loop_delay = LoopDelayEstimate(self.latency_compensation)
         self.state_age = _parameter(self, 'state_age')
         self.goal_tolerance = _parameter(self, 'constraints.goal_tolerance')
         self.stopped_velocity_tolerance = _parameter(self,
@@ -133,8 +136,10 @@ class ControllerParameters:
             self._target = target
             self.control_law = settings['control_law']
         self.state_timeout = values.get('state_timeout', self.state_timeout)
-        self.latency_compensation = values.get('latency_compensation',
-                                               self.latency_compensation)
+        if 'latency_compensation' in values:     # also the measurement's new start
+            self.latency_compensation = values['latency_compensation']
+            self.loop_delay.restart(self.latency_compensation)
+        self.measure_latency = values.get('measure_latency', self.measure_latency)
         self.state_age = values.get('state_age', self.state_age)
         self.goal_tolerance = values.get('constraints.goal_tolerance', self.goal_tolerance)
         self.stopped_velocity_tolerance = values.get(

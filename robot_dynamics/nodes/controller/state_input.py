@@ -13,6 +13,8 @@ MAX_ABS_STATE = 1.0e6   # |q| [rad | m] or |q̇| [rad/s | m/s] beyond this: mess
 CLOCK_RESET = 1.0       # s: on_state stamps going back further mean the publisher restarted
 FUTURE_LIMIT = 1.0      # s: on_state stamps further ahead of the node clock are dropped
 REPEAT_AGE_LIMIT = 0.01  # s: a moving state sent again is aged by its first stamp up to this
+UNMATCHED_WARNING = 1000  # measure_latency: states whose efforts echo no command, before
+#                           it says that nothing can be measured
 FROZEN_MOTION = 0.01    # rad | m: a moving joint whose state stays the same while its velocity
 #                         implies more motion than this is frozen (its state_timeout runs)
 
@@ -48,12 +50,47 @@ class JointStateInput:
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
             self._age_a_repeated_measurement(stamp, targets, positions, velocities)
+        if self.measure_latency and self._ready:
+            self._effort_echo(msg, stamp)
         fresh = self._fresh_joints(targets, positions, velocities, now)
         self._q[targets] = positions
         self._qd[targets] = velocities
         self._received[targets[fresh]] = now
         if self.control_mode == 'on_state':
             self._control_cycle(stamp, now)
+
+    def _effort_echo(self, msg, stamp):
+        """measure_latency: the efforts of a state that names every controlled joint, in
+        the controller's order, as a sample of the loop's dead time (loop_delay.py). Its
+        time: on_state, the accepted stamp (a repeated measurement is no new sample); in
+        timer mode, the header stamp."""
+        cached = self._names
+        if cached is None or len(msg.effort) != len(msg.name):
+            return
+        _, sources, targets = cached
+        if len(targets) != self.model.n:
+            return
+        if self.control_mode == 'on_state':
+            if self._repeat_age > 0.0:
+                return
+        else:
+            stamp = seconds(msg.header.stamp)
+            if stamp <= 0.0:
+                return
+        effort = np.empty(self.model.n)
+        effort[targets] = np.asarray(msg.effort, dtype=float)[sources]
+        estimate = self.loop_delay
+        if estimate.echoed(stamp, effort):
+            if estimate.samples == 1:
+                self.get_logger().info(
+                    'measure_latency: the efforts in /joint_states echo the commands sent; '
+                    'latency_compensation now follows the measured dead time (from '
+                    f'{self.latency_compensation * 1e3:.3f} ms)')
+        elif estimate.unmatched == UNMATCHED_WARNING and not estimate.samples:
+            self.get_logger().warning(
+                f'measure_latency: the efforts of {UNMATCHED_WARNING} /joint_states equal no '
+                'command sent (measured torques, not a simulator\'s applied effort): '
+                f'latency_compensation stays {self.latency_compensation:g} s')
 
     def _fresh_joints(self, targets, positions, velocities, now):
         """Which of `targets` (a boolean mask) this message refreshes for the state
