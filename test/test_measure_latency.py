@@ -218,6 +218,20 @@ def test_the_node_measures_the_dead_time_the_echo_shows_and_predicts_with_it(run
     assert 'measured' in ControllerDiagnostics._latency(controller)
 
 
+def test_a_state_sent_again_value_for_value_is_no_sample(running):
+    """joint_state_broadcaster repeats the last state under a new stamp when the hardware
+    had nothing new: its efforts are the last state's, its stamp a cycle later than their
+    time. Taken as a sample it would count a tick too many."""
+    harness, controller, robot = running
+    echo_states(harness, robot, 10)
+    samples, value = controller.loop_delay.samples, controller.loop_delay.value
+    answered = len(robot.commands)
+    robot.sent -= 1                                     # the last state once more, a
+    echo_states(harness, robot, 1)                      # cycle later
+    assert len(robot.commands) > answered
+    assert controller.loop_delay.samples == samples and controller.loop_delay.value == value
+
+
 def test_measure_latency_off_uses_latency_compensation_as_set(running):
     harness, controller, robot = running
     echo_states(harness, robot, 50)
@@ -256,7 +270,7 @@ def test_efforts_that_echo_no_command_are_said_once_and_change_nothing(running, 
     monkeypatch.setattr(controller, 'get_logger', lambda: Recorder())
     for j in range(12):
         answered = len(robot.commands)
-        robot.send(Q, np.zeros(6), np.full(6, 0.5 + j))      # torques, not commands
+        robot.send(Q + 1e-4 * j, np.zeros(6), np.full(6, 0.5 + j))  # torques, not commands
         harness.spin_until(lambda: len(robot.commands) > answered, 'the command')
     warnings = [text for level, text in lines if level == 'warning'
                 and 'measure_latency' in text]

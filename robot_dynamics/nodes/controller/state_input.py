@@ -50,7 +50,9 @@ class JointStateInput:
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
             self._age_a_repeated_measurement(stamp, targets, positions, velocities)
-        if self.measure_latency and self._ready:
+        if self.measure_latency and self._ready and not (
+                np.array_equal(self._q[targets], positions)
+                and np.array_equal(self._qd[targets], velocities)):
             self._effort_echo(msg, stamp)
         fresh = self._fresh_joints(targets, positions, velocities, now)
         self._q[targets] = positions
@@ -61,19 +63,18 @@ class JointStateInput:
 
     def _effort_echo(self, msg, stamp):
         """measure_latency: the efforts of a state that names every controlled joint, in
-        the controller's order, as a sample of the loop's dead time (loop_delay.py). Its
-        time: on_state, the accepted stamp (a repeated measurement is no new sample); in
-        timer mode, the header stamp."""
+        the controller's order, as a sample of the loop's dead time (loop_delay.py); not
+        called for a state whose positions and velocities all equal the last one's (the
+        same measurement sent again, as joint_state_broadcaster does when the hardware had
+        nothing new: its stamp is not the time of its efforts). Its time: on_state, the
+        accepted stamp; in timer mode, the header stamp."""
         cached = self._names
         if cached is None or len(msg.effort) != len(msg.name):
             return
         _, sources, targets = cached
         if len(targets) != self.model.n:
             return
-        if self.control_mode == 'on_state':
-            if self._repeat_age > 0.0:
-                return
-        else:
+        if self.control_mode != 'on_state':
             stamp = seconds(msg.header.stamp)
             if stamp <= 0.0:
                 return
