@@ -174,7 +174,9 @@ def test_a_moving_state_that_stays_the_same_trips_the_watchdog_until_it_changes(
     reported at 0.5 rad/s with the very same position for longer than state_timeout is
     frozen; zero effort and status state_timeout, as if it were silent, until the state
     changes; then the measured position is held (the move is abandoned)."""
-    harness, controller, robot = start(f'control_mode:={mode}', 'state_timeout:=0.1',
+    # state_timeout 0.5 s: far above the gaps of this stream on a busy machine (at 0.1 s
+    # one stall of the test process tripped the watchdog before the state froze)
+    harness, controller, robot = start(f'control_mode:={mode}', 'state_timeout:=0.5',
                                        'control_rate:=100.0')
     try:
         stream(harness, robot, Q, lambda: robot.status == 'holding', 'holding')
@@ -197,17 +199,17 @@ def test_a_moving_state_that_stays_the_same_trips_the_watchdog_until_it_changes(
 
 def test_a_joint_at_rest_or_creeping_below_the_stopped_velocity_may_repeat_its_state():
     """Values repeated at rest (q̇ = 0) or with a velocity within
-    constraints.stopped_velocity_tolerance (a filter's offset) are not frozen: 1.5 s of
-    the same values (0.009 rad/s for 1.5 s is more than FROZEN_MOTION), and the move keeps
-    running."""
-    harness, controller, robot = start('control_mode:=on_state', 'state_timeout:=0.1')
+    constraints.stopped_velocity_tolerance (a filter's offset) are not frozen: 2.5 s of
+    the same values (0.009 rad/s implies FROZEN_MOTION after 1.1 s; a frozen joint would
+    trip state_timeout 0.5 s later), and the move keeps running."""
+    harness, controller, robot = start('control_mode:=on_state', 'state_timeout:=0.5')
     try:
         stream(harness, robot, Q, lambda: robot.status == 'holding', 'holding')
         robot.move_to(GOAL, 10)
         stream(harness, robot, Q, lambda: robot.status == 'running', 'the move running')
         creeping = np.array([0.0, 0.009, 0.0, 0.0, -0.009, 0.0])   # below 0.01 rad/s
         mark = len(robot.log)
-        end = time.monotonic() + 1.5
+        end = time.monotonic() + 2.5
         frozen_stream(harness, robot, Q, creeping, lambda: time.monotonic() > end,
                       'the repeated states')
         assert 'state_timeout' not in after(robot.log, mark, 'status')
