@@ -88,6 +88,8 @@ def test_an_effort_sent_twice_is_no_sample_until_one_of_them_is_forgotten():
         estimate.sent(0.003 + j * T, np.full(6, float(j) + 100.0))
     assert estimate.echoed(0.002 + T, same)            # now only the second is known
     assert estimate.samples == 1
+    sample = (0.002 + T) - 0.002 - 0.5 * estimate.period     # timed from the second
+    assert estimate.value == pytest.approx(sample / loop_delay.WINDOW, abs=1e-15)
 
 
 @pytest.mark.parametrize('shift', [-0.01, 2 * loop_delay.MAX_DELAY])

@@ -47,6 +47,7 @@ class LoopDelayEstimate:
         if entry is None:
             self._sent[key] = [t, 1]
         else:                   # the same values twice: the echo would be ambiguous
+            entry[0] = t        # until the older ones are forgotten: then it is this one
             entry[1] += 1
         self._order.append(key)
         if len(self._order) > MEMORY:
