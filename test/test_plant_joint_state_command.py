@@ -65,6 +65,29 @@ def test_bad_commands_are_refused_naming_the_field_and_the_joints(names, efforts
     assert refused.value.level == 'warning'
 
 
+@pytest.mark.parametrize('stamp_effort', [0.0, math.nan])
+def test_the_stamp_joint_may_be_named_and_its_effort_is_dropped(stamp_effort):
+    """topic_based_ros2_control sends a command for every joint of its block, also the
+    plant's stamp_joint (whose effort nobody writes: NaN or 0); the arm's efforts are read
+    as ever, an all-NaN arm is still "no command", and an ignored name is not a joint."""
+    reader = EffortCommand(JOINTS, JOINT_STATE, ignored=['stamp'])
+    wanted = np.arange(1.0, 7.0)
+    names = ['joint_3', 'stamp'] + [j for j in JOINTS if j != 'joint_3']
+    efforts = [3.0, stamp_effort] + [v for j, v in zip(JOINTS, wanted) if j != 'joint_3']
+    for _ in range(2):                       # the second time through the cached order
+        np.testing.assert_array_equal(reader.read(state(names, efforts)), wanted)
+    np.testing.assert_array_equal(reader.read(state(JOINTS, wanted)), wanted)  # not needed
+    with pytest.raises(Refused) as refused:
+        reader.read(state(names, [math.nan] * 7))
+    assert refused.value.level == 'info'
+    with pytest.raises(Refused, match='effort is not finite for joint_2'):
+        reader.read(state(names, [3.0, 0.0, 1.0, math.nan, 4.0, 5.0, 6.0]))
+    with pytest.raises(Refused, match='name lacks joint_6'):
+        reader.read(state(JOINTS[:5] + ['stamp'], [1.0] * 6))
+    with pytest.raises(Refused, match='does not have: stamp'):     # not ignored here
+        EffortCommand(JOINTS, JOINT_STATE).read(state(names, efforts))
+
+
 def test_every_effort_nan_is_no_command_said_at_info_level():
     """ros2_control's "nobody has commanded yet": a command interface holding NaN."""
     with pytest.raises(Refused) as refused:
@@ -169,6 +192,40 @@ def test_the_plant_subscribes_joint_state_and_applies_efforts_by_name():
         harness.spin_until(lambda: max(hardware.stamps()) == PERIOD_NS, 'one step')
         np.testing.assert_allclose(hardware.states[-1].effort, tau, rtol=1e-12)
         np.testing.assert_allclose(hardware.states[-1].position, Q0, atol=1e-9)
+    finally:
+        harness.close()
+
+
+def test_the_stamp_joint_carries_each_states_stamp_and_its_command_is_ignored():
+    """stamp_joint: every state names one more joint, last, whose position is the state's
+    stamp in seconds (velocity 1, effort 0); commands naming it (as the hardware plugin
+    sends them) are applied to the arm."""
+    harness, plant, hardware = start('publish_clock:=true', 'real_time_factor:=0.0',
+                                     'lockstep_timeout:=60.0', 'stamp_joint:=clock_joint')
+    try:
+        tau = holding()
+        for k in range(1, 4):
+            hardware.command(['clock_joint'] + JOINTS[::-1], [math.nan] + list(tau[::-1]))
+            harness.spin_until(lambda: max(hardware.stamps()) == k * PERIOD_NS, 'one step')
+        for msg in hardware.states:
+            assert list(msg.name) == JOINTS + ['clock_joint']
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            assert msg.position[6] == stamp and msg.velocity[6] == 1.0
+            assert msg.effort[6] == 0.0
+        assert max(m.position[6] for m in hardware.states) == pytest.approx(0.03, abs=1e-12)
+        np.testing.assert_allclose(hardware.states[-1].effort[:6], tau, rtol=1e-12)
+        np.testing.assert_allclose(hardware.states[-1].position[:6], Q0, atol=1e-9)
+    finally:
+        harness.close()
+
+
+def test_a_stamp_joint_named_as_a_joint_of_the_arm_is_refused():
+    _, _, _, _, PlantSimulator, PUMA, RosHarness, _ = _dds()
+    from robot_dynamics.nodes.common.ros_params import ConfigurationError
+    harness = RosHarness(PUMA, overrides=('stamp_joint:=joint_2',))
+    try:
+        with pytest.raises(ConfigurationError, match="stamp_joint: 'joint_2' is a joint"):
+            PlantSimulator(context=harness.context)
     finally:
         harness.close()
 

@@ -139,7 +139,8 @@ class PlantSimulator(Node):
         self._target_model = self.model      # the latest accepted payload
         self._model_lock = threading.Lock()
         self._new_model = None               # built in the callback, taken by the next tick
-        self._state_msg = JointState(name=list(self.joints))
+        self._state_msg = JointState(name=list(self.joints) + (
+            [self.stamp_joint] if self.stamp_joint else []))
         self.stop_effort = np.zeros(n)       # the stops' efforts at the last state [N m | N]
         self.stop_peak = np.zeros(n)         # their largest |value| since the last report
         self._stops_met = set()              # (joint index, 'min' | 'max') logged once
@@ -166,7 +167,9 @@ class PlantSimulator(Node):
         self._clock_pub = (self.create_publisher(ClockMsg, '/clock', 10)
                            if self.publish_clock else None)
         self._command_type = message_type(self.command_message)
-        self._command_reader = EffortCommand(self.joints, self.command_message)
+        self._command_reader = EffortCommand(
+            self.joints, self.command_message,
+            ignored=[self.stamp_joint] if self.stamp_joint else [])
         self._command_sub = self.create_subscription(
             self._command_type, self.command_topic, self._on_command, 10)
         self._wrench_sub = self.create_subscription(
@@ -240,6 +243,10 @@ class PlantSimulator(Node):
                 f'publishing every {self.steps_per_tick} steps ({1.0 / self.tick_period:g} Hz)')
         self.command_topic = _parameter(self, 'command_topic')
         self.command_message = declare_command_message(self)
+        self.stamp_joint = _parameter(self, 'stamp_joint')
+        if self.stamp_joint in self.joints:
+            raise ConfigurationError(f'stamp_joint: {self.stamp_joint!r} is a joint of the '
+                                     'arm; give it a name of its own')
         for name in ('command_timeout', 'publish_clock', 'lockstep', 'publish_on_command',
                      'domain_check_wait', 'lockstep_timeout', 'real_time_factor',
                      'drives_compensate_gravity'):
@@ -751,6 +758,10 @@ class PlantSimulator(Node):
         msg.position = q.tolist()
         msg.velocity = qd.tolist()
         msg.effort = self._tau_applied.tolist()
+        if self.stamp_joint:            # the time of this state, through any restamping
+            msg.position.append(stamp.sec + stamp.nanosec * 1e-9)
+            msg.velocity.append(1.0)
+            msg.effort.append(0.0)
         self._state_pub.publish(msg)
         self._last_publish_wall = time.monotonic()
         self._last_sent = time.time()

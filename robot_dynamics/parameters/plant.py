@@ -36,6 +36,14 @@ PLANT = (
         'effort per joint in joints order) or joint_state (sensor_msgs/JointState, efforts '
         'mapped by name, every joint once, as topic_based_ros2_control sends its '
         'commands)')),
+    Parameter('stamp_joint', 'string', default='',
+              description=(
+        'a name to add to each published state as one more joint whose position is the '
+        'state\'s stamp [s] (velocity 1, effort 0); \'\' = none. Behind joint_state_'
+        'broadcaster, which restamps every state with the controller_manager cycle that '
+        'read it, this carries the time the state was measured to the controller (its '
+        'stamp_joint). A JointState command may name it too (topic_based_ros2_control '
+        'sends every joint of its block): its effort is ignored')),
     Parameter('publish_on_command', 'bool', default=False,
               description=(
         'free-running: publish the state at a tick only if an effort command arrived since '

@@ -69,10 +69,14 @@ class EffortCommand:
     """Reads a command message into the efforts in `joints` order (an (n,) float array),
     or raises Refused. No ROS import: the messages are read through their fields."""
 
-    def __init__(self, joints, kind=FLOAT64_MULTI_ARRAY):
+    def __init__(self, joints, kind=FLOAT64_MULTI_ARRAY, ignored=()):
+        """ignored: names a JointState command may also give, whose efforts are dropped
+        (the plant's stamp_joint, which the hardware plugin sends a command for too)."""
         self.joints = list(joints)
         self.kind = as_choice('command_message', kind, COMMAND_MESSAGES)
         self._index = {name: i for i, name in enumerate(self.joints)}
+        n = len(self.joints)
+        self._index.update({name: n for name in ignored if name not in self._index})
         self._last_names = None          # the name list of the last good JointState
         self._last_order = None          # and where each of its efforts goes
 
@@ -125,6 +129,11 @@ class EffortCommand:
                           f'({_joints_text(names) or "none"})')
         order = self._order(names)
         values = np.array(efforts, dtype=float)
+        n = len(self.joints)
+        if len(values) > n:                # ignored names: their efforts go nowhere
+            kept = order < n
+            names = [name for name, keep in zip(names, kept) if keep]
+            values, order = values[kept], order[kept]
         finite = np.isfinite(values)
         if not finite.all():
             if np.isnan(values).all():
