@@ -20,6 +20,7 @@ CONTROLLER = '/computed_torque_controller'
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
 Q = np.array([0.3, -0.5235988, 0.2, 0.3490659, 0.7853982, 0.1745329])
 V = np.array([0.8, -0.5, 1.2, 0.3, -0.9, 1.5])         # rad/s
+STAMP = 'plant_stamp'                                   # the stamp_joint of `stamped`
 
 
 class Robot(Node):
@@ -35,11 +36,14 @@ class Robot(Node):
             self.create_subscription(JointState, f'{CONTROLLER}/{name}', values.append, 100)
         self.stamp = self.get_clock().now().nanoseconds
 
-    def send(self, q, qd, after=0.01):
-        """A state stamped `after` s later than the previous one."""
+    def send(self, q, qd, after=0.01, measured=None):
+        """A state stamped `after` s later than the previous one; with `measured` [s],
+        it names the joint STAMP too, at that position (a plant's stamp_joint)."""
         self.stamp += round(after * 1e9)
-        msg = JointState(name=JOINTS, position=[float(v) for v in q],
-                         velocity=[float(v) for v in qd])
+        extra = [] if measured is None else [STAMP]
+        msg = JointState(name=JOINTS + extra, position=[float(v) for v in q] + (
+            [] if measured is None else [measured]),
+            velocity=[float(v) for v in qd] + ([1.0] if extra else []))
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.stamp, 1_000_000_000)
         self.states.publish(msg)
 
@@ -57,10 +61,24 @@ def running():
     harness.close()
 
 
-def cycle(harness, robot, q, qd, after=0.01):
+@pytest.fixture
+def stamped():
+    """As `running`, the controller with stamp_joint STAMP."""
+    harness = RosHarness(PUMA, overrides=('control_mode:=on_state', 'state_timeout:=0.0',
+                                          'state_publish_rate:=0.0', f'stamp_joint:={STAMP}'))
+    controller = harness.add(ComputedTorqueController(context=harness.context))
+    robot = harness.add(Robot(harness.context))
+    harness.spin_until(lambda: robot.states.get_subscription_count() > 0
+                       and robot.trajectory.get_subscription_count() > 0
+                       and robot.client.service_is_ready(), 'the controller')
+    yield harness, controller, robot
+    harness.close()
+
+
+def cycle(harness, robot, q, qd, after=0.01, measured=None):
     """Send one state; (~/reference, ~/error, ~/output) of the cycle answering it."""
     counts = {name: len(values) for name, values in robot.seen.items()}
-    robot.send(q, qd, after)
+    robot.send(q, qd, after, measured)
     harness.spin_until(lambda: all(len(robot.seen[n]) > counts[n] for n in counts),
                        'the cycle answering the state')
     return [robot.seen[n][counts[n]] for n in ('reference', 'error', 'output')]
@@ -283,3 +301,85 @@ def test_only_a_moving_state_with_every_value_equal_is_aged(running, case):
     _, error, _ = cycle(harness, robot, q, v, after=0.005)
     np.testing.assert_allclose(error.position, (Q - q) - v * d, atol=1e-12)
     assert controller._repeat_age == 0.0 and controller.repeated_states == 0
+
+
+# ------------------------------------------------------------------ stamp_joint
+
+def aged_cycle(harness, controller, robot, q, qd, age, after=0.01):
+    """A state measured `age` s before the controller takes it: its stamp_joint says so,
+    and the controller's clock reads 0.2 ms after the header stamp when it arrives."""
+    taken = (robot.stamp + round(after * 1e9)) * 1e-9 + 0.0002
+    controller._now = lambda: taken
+    return cycle(harness, robot, q, qd, after, measured=taken - age)
+
+
+def test_with_a_stamp_joint_each_state_is_predicted_over_its_own_age(stamped):
+    """Holding Q, latency_compensation d: a state as old as the ages' running mean is
+    predicted over d (~/error = -V d); one 10 ms older than the others over d plus its age
+    less the mean (which moves 1/100 of the way towards it)."""
+    harness, controller, robot = stamped
+    aged_cycle(harness, controller, robot, Q, np.zeros(6), 0.001)      # holds Q
+    d = 0.004
+    set_live(harness, robot, double('latency_compensation', d))
+    _, error, _ = aged_cycle(harness, controller, robot, Q, V, 0.001)
+    np.testing.assert_allclose(error.position, -V * d, rtol=0, atol=1e-6)   # epoch
+    #                                                  seconds: 2.4e-7 s apart
+    _, error, _ = aged_cycle(harness, controller, robot, Q, V, 0.011)
+    mean = 0.001 + (0.011 - 0.001) / 100
+    np.testing.assert_allclose(error.position, -V * (d + 0.011 - mean), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(error.velocity, -V, atol=1e-12)
+    assert controller._age_mean == pytest.approx(mean, abs=1e-6)
+    from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics
+    assert f'{mean * 1e3:.3f} ms mean' in ControllerDiagnostics._state_age(controller)
+
+
+def test_with_a_stamp_joint_the_reference_is_sampled_when_the_effort_acts(stamped):
+    """During a move: the reference answering a state measured at m, taken at m + age, is
+    the trajectory at m + latency_compensation + age - mean age (here the receipt time plus
+    latency_compensation less the mean age), whatever the header stamp and state_age say."""
+    harness, controller, robot = stamped
+    aged_cycle(harness, controller, robot, Q, np.zeros(6), 0.001)
+    robot.trajectory.publish(move_to(JOINTS, Q + 0.2, 2))
+    harness.spin_until(lambda: not controller.sampler.plan.hold, 'the move accepted')
+    d = 0.02
+    set_live(harness, robot, double('latency_compensation', d), double('state_age', 0.05))
+    reference, _, _ = aged_cycle(harness, controller, robot, Q, np.zeros(6), 0.041, 0.3)
+    mean = 0.001 + 0.04 / 100
+    taken = robot.stamp * 1e-9 + 0.0002
+    wanted = controller.sampler.sample(taken + d - mean).positions
+    np.testing.assert_allclose(reference.position, wanted, rtol=0, atol=1e-7)
+    off = controller.sampler.sample(taken - 0.041 + d).positions   # the age ignored
+    assert np.abs(off - wanted).max() > 1e-4
+
+
+@pytest.mark.parametrize('value, said', [
+    (0.0, None),                       # ros2_control's initial value: nothing measured yet
+    (math.nan, 'nan is not a time'),
+    (-5.0, 'is not a time within 1 s of the node clock'),
+])
+def test_a_stamp_joint_without_a_time_leaves_the_header_stamp_and_state_age(
+        stamped, monkeypatch, value, said):
+    """The stamp joint at 0, NaN or far from the node clock: the state is taken at its
+    header stamp less state_age (predicted over latency_compensation alone), and a value
+    that is not a time is said naming the field and the parameter."""
+    harness, controller, robot = stamped
+    cycle(harness, robot, Q, np.zeros(6))
+    d = 0.004
+    set_live(harness, robot, double('latency_compensation', d))
+    lines = []
+
+    class Recorder:
+        def __getattr__(self, level):
+            return lambda text, **_: lines.append((level, text))
+    monkeypatch.setattr(controller, 'get_logger', lambda: Recorder())
+    now = robot.get_clock().now().nanoseconds * 1e-9
+    _, error, _ = cycle(harness, robot, Q, V, measured=value if value != -5.0 else now - 5.0)
+    np.testing.assert_allclose(error.position, -V * d, rtol=0, atol=1e-12)
+    assert controller._age_mean is None
+    warnings = [text for level, text in lines if level == 'warning']
+    if said is None:
+        assert not warnings
+    else:
+        (warning,) = warnings
+        assert warning.startswith(f"joint_states.position[6] (stamp_joint '{STAMP}')")
+        assert said in warning and 'the header stamp is used' in warning

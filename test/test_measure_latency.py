@@ -220,6 +220,59 @@ def test_the_node_measures_the_dead_time_the_echo_shows_and_predicts_with_it(run
     assert 'measured' in ControllerDiagnostics._latency(controller)
 
 
+class StampedEchoingRobot(EchoingRobot):
+    """An EchoingRobot whose states also name the joint 'plant_stamp', at the time each
+    was measured: TICK apart, not INTERVAL as the header stamps (a broadcaster restamps
+    them on its own cycle); `taken` is when the controller's clock says it got the last."""
+
+    TICK = 0.004
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.measured = self.get_clock().now().nanoseconds * 1e-9 - 10.0
+        self.taken = None
+
+    def send(self, q, qd, effort):
+        self.stamp += round(INTERVAL * 1e9)
+        self.measured += self.TICK
+        self.taken = self.measured + 0.0003
+        names = [JOINTS[i] for i in ORDER]
+        msg = JointState(name=names[:3] + ['plant_stamp'] + names[3:],
+                         position=[float(q[i]) for i in ORDER[:3]] + [self.measured]
+                         + [float(q[i]) for i in ORDER[3:]],
+                         velocity=[float(qd[i]) for i in ORDER[:3]] + [1.0]
+                         + [float(qd[i]) for i in ORDER[3:]],
+                         effort=[float(effort[i]) for i in ORDER[:3]] + [0.0]
+                         + [float(effort[i]) for i in ORDER[3:]])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.stamp, 1_000_000_000)
+        self.states.publish(msg)
+        self.sent += 1
+
+
+def test_with_a_stamp_joint_the_echo_is_timed_by_the_measurement_times():
+    """stamp_joint: each command is timed from the measurement of the state it answered,
+    each echo by its own measurement time, so the estimate tends to (LAG + 1/2) TICK of
+    the measurement times, not (LAG + 1/2) INTERVAL of the header stamps."""
+    harness = RosHarness(PUMA, overrides=(
+        'control_mode:=on_state', 'state_timeout:=0.0', 'state_publish_rate:=0.0',
+        'check_command_controller:=false', 'measure_latency:=true',
+        'latency_compensation:=0.004', 'stamp_joint:=plant_stamp'))
+    try:
+        controller = harness.add(ComputedTorqueController(context=harness.context))
+        robot = harness.add(StampedEchoingRobot(harness.context))
+        harness.spin_until(lambda: robot.states.get_subscription_count() > 0, 'the controller')
+        controller._now = lambda: robot.taken
+        echo_states(harness, robot, 400)
+        expected = (LAG + 0.5) * robot.TICK
+        samples = 400 - LAG - 1
+        start_left = (0.004 - expected) * (1.0 - 1.0 / loop_delay.WINDOW) ** samples
+        assert controller.loop_delay.samples == samples
+        assert controller.loop_delay.value == pytest.approx(expected + start_left, abs=2e-5)
+        assert controller.loop_delay.period == pytest.approx(robot.TICK, abs=1e-6)
+    finally:
+        harness.close()
+
+
 def test_a_state_sent_again_value_for_value_is_no_sample(running):
     """joint_state_broadcaster repeats the last state under a new stamp when the hardware
     had nothing new: its efforts are the last state's, its stamp a cycle later than their

@@ -156,6 +156,15 @@ CONTROLLER = (
         'at stamp - state_age + latency_compensation. (on_state: a moving state repeated '
         'value for value under a newer stamp, as the broadcaster sends one when the '
         'hardware had nothing new, is taken at its first stamp)')),
+    Parameter('stamp_joint', 'string', default='',
+              description=(
+        'the name of a joint in /joint_states whose position is the time [s, on the node '
+        'clock] at which that message\'s state was measured (this package\'s plant writes '
+        'one with its stamp_joint, and joint_state_broadcaster passes it on while it '
+        'restamps the message); \'\' = none. When present, each state is taken as '
+        'measured then (state_age is not used) and predicted over latency_compensation '
+        'plus how much older it is than the running mean of those ages, so a state read '
+        'late is predicted further')),
     Parameter('state_timeout', 'double', default=0.1, minimum=0.0, maximum=3600.0, live=True,
               description=(
         'zero effort when a controlled joint has not been heard from for this long [s '

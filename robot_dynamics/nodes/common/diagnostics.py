@@ -274,6 +274,8 @@ class ControllerDiagnostics(Diagnostics):
             report.add('late cycles', self.paced)
         report.add('watchdog', self._watchdog(report))
         report.add('latency_compensation', self._latency(node))
+        if node.stamp_joint:
+            report.add('state age', self._state_age(node))
         if node._ready:
             outside = node.sampler.describe_outside(node._q)
             report.add('outside position limits', outside or 'none')
@@ -310,6 +312,15 @@ class ControllerDiagnostics(Diagnostics):
                     f'command yet; {counts})')
         return (f'{estimate.value * 1e3:.3f} ms (measured: {estimate.samples} states echoed a '
                 f'command; {counts})')
+
+    @staticmethod
+    def _state_age(node):
+        """stamp_joint: the running mean of the states' ages, or that none has come yet."""
+        if node._age_mean is None:
+            return (f'stamp_joint {node.stamp_joint!r} not in /joint_states yet: the header '
+                    f'stamp less state_age ({node.state_age * 1e3:.3f} ms) is used')
+        return (f'{node._age_mean * 1e3:.3f} ms mean, from the stamp_joint '
+                f'{node.stamp_joint!r} (state_age unused)')
 
     def _watchdog(self, report):
         node = self._node

@@ -24,6 +24,7 @@ from robot_dynamics.nodes.common.ros_params import (declare_robot, keep_float_ty
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
 from robot_dynamics.nodes.controller.guard import doubles, guarded, THROTTLE
 from robot_dynamics.nodes.controller.law_selection import LawSelection, LawSwap
+from robot_dynamics.nodes.controller.loop_delay import WINDOW
 from robot_dynamics.nodes.controller.parameters import ControllerParameters
 from robot_dynamics.nodes.controller.state_input import JointStateInput
 from robot_dynamics.nodes.payload_identification import PayloadIdentification
@@ -35,6 +36,8 @@ from robot_dynamics.trajectories.goal import GOAL_TOLERANCE_VIOLATED
 
 NODE_NAME = 'computed_torque_controller'
 SERVICE_PERIOD = 0.01   # s: in spin_on_state, the executor serves the rest this often
+AGE_ALPHA = 1.0 / WINDOW   # stamp_joint: the running mean of the states' ages, as the
+#                            measured dead time's
                         # (after a cycle; at most twice as long without states)
 ZERO_ACK_WAIT = 0.5     # s: at exit, wait at most this for the subscribers to take the zero
 
@@ -107,6 +110,10 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         self._last_raw = 0.0         # on_state: its header stamp as sent (0: not stamped)
         self._measured_at = -math.inf   # on_state: stamp of the first message of the state held
         self._repeat_age = 0.0       # on_state: how much older the state is than its stamp [s]
+        self._measured = None        # stamp_joint: when the state held was measured [s]
+        self._stamp_names = None     # ... the name list its index was found in
+        self._stamp_index = None     # ... its index there (None: not in it)
+        self._age_mean = None        # ... the running mean of the states' ages [s]
         self.repeated_states = 0     # on_state: moving states repeated under a newer stamp
         self._status = None
         self._goal_reached = None
@@ -305,8 +312,17 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             self._command_timed_out(t)
         q, qd = self._q, self._qd
         delay = self.loop_delay.value if self.measure_latency else self.latency_compensation
-        reference = self.sampler.sample(t - self.state_age + delay)   # when the effort acts
-        horizon = delay + self._repeat_age  # a measurement sent again is older than its stamp
+        measured = self._measured
+        if measured is None:
+            measured = t - self.state_age
+            reference = self.sampler.sample(measured + delay)   # when the effort acts
+            horizon = delay + self._repeat_age  # a state sent again is older than its stamp
+        else:                               # stamp_joint: the age of this very state
+            age = max(clock_now - measured, 0.0)
+            mean = self._age_mean = age if self._age_mean is None else (
+                self._age_mean + AGE_ALPHA * (age - self._age_mean))
+            horizon = max(delay + age - mean, 0.0)
+            reference = self.sampler.sample(measured + horizon)
         if horizon > 0.0:                   # the state then, accelerating as the reference
             a = reference.accelerations
             q, qd = q + (qd + 0.5 * a * horizon) * horizon, qd + a * horizon
@@ -326,7 +342,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             tau = self._rate_limit.limit(tau, t)
         self._publish_command(tau)          # first: the reaction latency ends here
         if self.measure_latency:
-            self.loop_delay.sent(t, np.asarray(tau, dtype=float))
+            self.loop_delay.sent(t if self._measured is None else measured,
+                                 np.asarray(tau, dtype=float))
         self.identification.record(t, self._q, self._qd, tau, (
             reference.positions, reference.velocities, reference.accelerations))
         self._update_status(t)

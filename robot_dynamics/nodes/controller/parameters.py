@@ -81,6 +81,7 @@ class ControllerParameters:
         self.measure_latency = _parameter(self, 'measure_latency')
         self.loop_delay = LoopDelayEstimate(self.latency_compensation)
         self.state_age = _parameter(self, 'state_age')
+        self.stamp_joint = _parameter(self, 'stamp_joint')
         self.goal_tolerance = _parameter(self, 'constraints.goal_tolerance')
         self.stopped_velocity_tolerance = _parameter(self,
                                                      'constraints.stopped_velocity_tolerance')

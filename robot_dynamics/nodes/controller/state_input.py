@@ -50,31 +50,34 @@ class JointStateInput:
                     and now - self._received.max() > self.state_timeout):
                 self._stale = True      # states resumed after a gap: re-sync below
             self._age_a_repeated_measurement(stamp, targets, positions, velocities)
+        measured = self._stamp_joint_time(msg, now) if self.stamp_joint else None
         if self.measure_latency and self._ready and not (
                 np.array_equal(self._q[targets], positions)
                 and np.array_equal(self._qd[targets], velocities)):
-            self._effort_echo(msg, stamp)
+            self._effort_echo(msg, stamp if measured is None else measured,
+                              measured is not None)
         fresh = self._fresh_joints(targets, positions, velocities, now)
         self._q[targets] = positions
         self._qd[targets] = velocities
+        self._measured = measured
         self._received[targets[fresh]] = now
         if self.control_mode == 'on_state':
             self._control_cycle(stamp, now)
 
-    def _effort_echo(self, msg, stamp):
+    def _effort_echo(self, msg, stamp, measured=False):
         """measure_latency: the efforts of a state that names every controlled joint, in
         the controller's order, as a sample of the loop's dead time (loop_delay.py); not
         called for a state whose positions and velocities all equal the last one's (the
         same measurement sent again, as joint_state_broadcaster does when the hardware had
-        nothing new: its stamp is not the time of its efforts). Its time: on_state, the
-        accepted stamp; in timer mode, the header stamp."""
+        nothing new: its stamp is not the time of its efforts). Its time: the stamp_joint's
+        (`measured`); else on_state, the accepted stamp; in timer mode, the header stamp."""
         cached = self._names
         if cached is None or len(msg.effort) != len(msg.name):
             return
         _, sources, targets = cached
         if len(targets) != self.model.n:
             return
-        if self.control_mode != 'on_state':
+        if self.control_mode != 'on_state' and not measured:
             stamp = seconds(msg.header.stamp)
             if stamp <= 0.0:
                 return
@@ -92,6 +95,30 @@ class JointStateInput:
                 f'measure_latency: the efforts of {UNMATCHED_WARNING} /joint_states equal no '
                 'command sent (measured torques, not a simulator\'s applied effort): '
                 f'latency_compensation stays {self.latency_compensation:g} s')
+
+    def _stamp_joint_time(self, msg, now):
+        """stamp_joint: the time [s] the state in `msg` was measured (the position of that
+        joint), or None when the message does not name it, or names it with 0 (a
+        ros2_control state interface's initial value, before the simulator's first state),
+        or with a value that is not a time within FUTURE_LIMIT of the node clock `now`
+        (said, throttled): the header stamp and state_age are used then."""
+        names = msg.name
+        if names != self._stamp_names:
+            self._stamp_names = list(names)
+            self._stamp_index = (self._stamp_names.index(self.stamp_joint)
+                                 if self.stamp_joint in self._stamp_names else None)
+        k = self._stamp_index
+        if k is None or k >= len(msg.position):
+            return None
+        value = msg.position[k]
+        if value == 0.0:
+            return None
+        if not (math.isfinite(value) and abs(value - now) <= FUTURE_LIMIT):
+            self._warn(f'joint_states.position[{k}] (stamp_joint {self.stamp_joint!r}): '
+                       f'{value} is not a time within {FUTURE_LIMIT:g} s of the node clock '
+                       f'({now:.3f} s); the header stamp is used')
+            return None
+        return float(value)
 
     def _fresh_joints(self, targets, positions, velocities, now):
         """Which of `targets` (a boolean mask) this message refreshes for the state
