@@ -119,8 +119,10 @@ def start_stack(args, which, gains, folder, probe=None):
     os.makedirs(folder, exist_ok=True)
     files = robot_files(args.robot)
     joints, start, _ = demo_move(args.robot)
+    stamp_joint = layered_parameters(files + [os.path.join(CONFIG, 'ros2_control_sim.yaml')],
+                                     '/plant_simulator').get('stamp_joint', '')
     urdf = ros2_control_sim.description(bringup.robot_description(files[0]), joints,
-                                        start.tolist())
+                                        start.tolist(), stamp_joint=stamp_joint)
     manager = {'update_rate': 1000, 'joint_state_broadcaster': {
         'type': ros2_control_sim.BROADCASTER}}
     controllers = {'controller_manager': {'ros__parameters': manager}}
@@ -218,6 +220,7 @@ def trial(args, which, duration, gains, folder):
     from robot_dynamics.nodes.send_trajectory import trajectory_message
     from robot_dynamics.trajectories.profiles import sample_profile
     joints, start, goal = demo_move(args.robot)
+    n = len(joints)                     # the plant's joints (then its stamp_joint's time)
     direct = which == 'direct'
     truth, seen, errors, commands, hardware = [], [], [], [], []
     listening = []
@@ -230,8 +233,8 @@ def trial(args, which, duration, gains, folder):
             listening.append((node.create_subscription(message_type, topic, lambda m: None,
                                                        qos), message_type, handler))
         listen(JointState, '/joint_states' if direct else ros2_control_sim.STATES_TOPIC, 1000,
-               lambda m, when: truth.append((stamp(m), np.array(m.position),
-                                             np.array(m.effort), when)))
+               lambda m, when: truth.append((stamp(m), np.array(m.position[:n]),
+                                             np.array(m.effort[:n]), when)))
         listen(JointState, '/computed_torque_controller/error', 1000, lambda m, when:
                errors.append((stamp(m), np.array(m.position))))
         if args.latency:

@@ -9,22 +9,25 @@ JointGroupEffortController, then the demo move.
 
 Started: robot_state_publisher with the robot's URDF and a <ros2_control> block
 (topic_based_ros2_control/TopicBasedSystem; per joint an effort command interface and
-position, velocity and effort state interfaces; robot_dynamics.nodes.common.
-ros2_control_sim), or, where robot_state_publisher is not installed, this package's
-robot_description publisher (controller_manager reads the robot from the
-/robot_description topic); controller_manager (ros2_control_node) at update_rate with
-joint_state_broadcaster and effort_controller spawned over the robot's joints; the plant,
-free-running on the wall clock at 1 kHz, taking sensor_msgs/JointState commands
-(command_message: joint_state) on the plugin's joint_commands_topic and publishing its state
-on the plugin's joint_states_topic; the controller (on_state: one cycle per /joint_states
-of the broadcaster; command_topic /effort_controller/commands); the demo move, once the
-plant has its first effort command (demo:=false: none). Any arm: a DH preset's URDF is generated from the model, joints named by `joints`; a
-URDF robot file's own URDF is used. Files as in sim.launch.py: the robot file, the derived
-demo move, the robot's own demo file (config/sim_<name>.yaml), then sim_params_file
-(default config/ros2_control_sim.yaml; several separated by ';'). The realtime_* arguments
-set the plant's and the controller's real-time options (doc/realtime.md) over the files;
-controller_manager runs its update loop at SCHED_FIFO 50 by itself where it may (its
-`thread_priority`), its other threads under the normal scheduler.
+position, velocity and effort state interfaces; one joint more, hung on the root link, whose
+position carries the time each state was measured: the plant's and the controller's
+`stamp_joint`; robot_dynamics.nodes.common.ros2_control_sim), or, where
+robot_state_publisher is not installed, this package's robot_description publisher
+(controller_manager reads the robot from the /robot_description topic); controller_manager
+(ros2_control_node) at update_rate with joint_state_broadcaster and effort_controller
+spawned over the robot's joints; the plant, free-running on the wall clock at 1 kHz, taking
+sensor_msgs/JointState commands (command_message: joint_state) on the plugin's
+joint_commands_topic and publishing its state on the plugin's joint_states_topic; the
+controller (on_state: one cycle per /joint_states of the broadcaster; command_topic
+/effort_controller/commands); the demo move, once the plant has its first effort command
+(demo:=false: none). Any arm: a DH preset's URDF is generated from the model, joints named
+by `joints`; a URDF robot file's own URDF is used. Files as in sim.launch.py: the robot
+file, the derived demo move, the robot's own demo file (config/sim_<name>.yaml), then
+sim_params_file (default config/ros2_control_sim.yaml; several separated by ';'). The
+realtime_* arguments set the plant's and the controller's real-time options
+(doc/realtime.md) over the files; controller_manager runs its update loop at SCHED_FIFO 50
+by itself where it may (its `thread_priority`), its other threads under the normal
+scheduler.
 
 Needs ros2_control, ros2_controllers (effort_controllers, joint_state_broadcaster) and
 topic_based_ros2_control (apt install ros-$ROS_DISTRO-ros2-control
@@ -72,7 +75,7 @@ def loop_files(robot_file, sim_files):
 
 
 def arm(files):
-    """(joints, initial positions) of the plant the files configure."""
+    """(joints, initial positions, stamp_joint) of the plant the files configure."""
     import numpy as np
     from robot_dynamics.model import RobotModel
     from robot_dynamics.parameters.layering import layered_parameters
@@ -85,7 +88,7 @@ def arm(files):
     initial = values.get('initial_positions')
     if initial is None:
         initial = np.clip(0.0, model.position_min, model.position_max).tolist()
-    return joints, [float(v) for v in initial]
+    return joints, [float(v) for v in initial], values.get('stamp_joint') or ''
 
 
 def nodes(context):
@@ -93,9 +96,9 @@ def nodes(context):
         return configuration.perform(context)
     robot_file = argument(LaunchConfiguration('robot_params_file'))
     files = loop_files(robot_file, argument(LaunchConfiguration('sim_params_file')))
-    joints, initial = arm(files)
+    joints, initial, stamp_joint = arm(files)
     urdf = ros2_control_sim.description(bringup.robot_description(robot_file), joints,
-                                        initial)
+                                        initial, stamp_joint=stamp_joint)
     controllers = argument(LaunchConfiguration('controllers_file')) or \
         ros2_control_sim.controllers_file(
             joints, int(argument(LaunchConfiguration('update_rate'))))

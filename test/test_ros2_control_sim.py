@@ -103,8 +103,12 @@ def test_the_ros2_control_block_and_the_nodes_meet_where_the_real_components_do(
     assert block.find('hardware/plugin').text == 'topic_based_ros2_control/TopicBasedSystem'
     assert float(params['trigger_joint_command_threshold']) < 0.0   # sends every cycle
     listed = block.findall('joint')
-    assert [j.get('name') for j in listed] == joints
+    stamp_joint = plant['stamp_joint']
+    assert stamp_joint and controller['stamp_joint'] == stamp_joint   # the same name
+    assert [j.get('name') for j in listed] == joints + [stamp_joint]
+    *listed, stamp_block = listed
     assert set(joints) <= {j.get('name') for j in robot.findall('joint')}
+    check_stamp_joint(robot, stamp_block, stamp_joint)
     initial = plant.get('initial_positions')
     for i, joint in enumerate(listed):
         assert [c.get('name') for c in joint.findall('command_interface')] == ['effort']
@@ -145,6 +149,41 @@ def test_the_ros2_control_block_and_the_nodes_meet_where_the_real_components_do(
     assert len(demo['goal_positions']) == model.n
 
 
+def check_stamp_joint(robot, block, name):
+    """The stamp joint: in the URDF a continuous joint (ros2_control takes only joints
+    the URDF has, and no fixed one) from the root link to a link of its own; in the block
+    an effort command interface (the plugin sends a command for every joint of its block)
+    and the three state interfaces, the effort starting at NaN ("no command" stays all
+    NaN) and the position at 0 ("not measured yet")."""
+    (joint,) = [j for j in robot.findall('joint') if j.get('name') == name]
+    assert joint.get('type') == 'continuous'
+    children = {j.find('child').get('link') for j in robot.findall('joint')}
+    roots = [link.get('name') for link in robot.findall('link')
+             if link.get('name') not in children]
+    assert len(roots) == 1 and joint.find('parent').get('link') == roots[0]
+    link = joint.find('child').get('link')
+    assert [k.get('name') for k in robot.findall('link')].count(link) == 1
+    assert [c.get('name') for c in block.findall('command_interface')] == ['effort']
+    states = {s.get('name'): float(s.find('param').text)
+              for s in block.findall('state_interface')}
+    assert list(states) == ['position', 'velocity', 'effort']
+    assert states['position'] == 0.0 and math.isnan(states['effort'])
+
+
+def test_the_stamp_joint_hangs_on_the_root_of_any_urdf_and_needs_one_root():
+    urdf = bringup.robot_description(os.path.join(CONFIG, 'planar2.yaml'))
+    with_stamp = ros2_control_sim.description(urdf, ['joint_1', 'joint_2'],
+                                              stamp_joint='t')
+    robot, block, _ = hardware_block(with_stamp)
+    check_stamp_joint(robot, block.findall('joint')[-1], 't')
+    assert ros2_control_sim.root_link(urdf) == ros2_control_sim.root_link(with_stamp)
+    plain = ros2_control_sim.description(urdf, ['joint_1', 'joint_2'])
+    assert 'name="t"' not in plain and len(hardware_block(plain)[1].findall('joint')) == 2
+    two_trees = '<robot name="r"><link name="a"/><link name="b"/></robot>'
+    with pytest.raises(ValueError, match=r"2 root links \(\['a', 'b'\]\)"):
+        ros2_control_sim.description(two_trees, ['j'], stamp_joint='t')
+
+
 class Event:
     def __init__(self, text):
         self.text = text
@@ -171,7 +210,7 @@ def test_without_robot_state_publisher_the_package_serves_the_urdf(fake_launch, 
     assert 'robot_state_publisher/robot_state_publisher' not in found
     assert 'not installed' in found['LogInfo'].kwargs['msg']
     _, block, _ = hardware_block(description_of(found))
-    assert len(block.findall('joint')) == 6
+    assert len(block.findall('joint')) == 7             # the arm's six, then the stamp joint
 
 
 def test_update_rate_controllers_file_and_demo_arguments(fake_launch, monkeypatch, tmp_path):
@@ -294,7 +333,8 @@ def test_the_arm_moves_through_the_stand_in_stack_with_the_launch_files(
     """PUMA 560, [LEE]'s move: before the controller runs the stand-in sends "no command"
     (every effort NaN) and the plant stays on its brakes where it started; then the
     controller holds the arm through joint_state_broadcaster and the effort controller,
-    the demo move runs, and the plant's own state ends at the goal."""
+    the demo move runs, and the plant's own state ends at the goal; the states' times
+    reach the controller in the plant's stamp joint."""
     pytest.importorskip('rclpy')
     from rclpy.parameter import Parameter
     from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -345,7 +385,9 @@ def test_the_arm_moves_through_the_stand_in_stack_with_the_launch_files(
                            'the demo move to reach its goal through the stand-in stack')
         assert demo.sent and not plant.braked and not plant.stopped
         np.testing.assert_allclose(plant.q, demo.goal, atol=0.01)     # the plant's own state
-        assert controller is not None
+        # each state's time came through the broadcaster in the stamp joint: the
+        # controller took its age from there (here under a cycle of the stand-in)
+        assert controller._measured is not None and 0.0 <= controller._age_mean < 0.5
     finally:
         harness.close()
 

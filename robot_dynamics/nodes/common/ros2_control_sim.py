@@ -14,7 +14,11 @@ position, velocity and effort state interfaces; `trigger_joint_command_threshold
 plugin otherwise publishes only when its position commands differ from the states, which
 never happens with effort commands alone); the effort state starts at NaN, which the plugin
 also takes as its initial effort command, so that it sends "no command" (every effort NaN)
-until the effort controller writes one and the plant stays on its brakes meanwhile.
+until the effort controller writes one and the plant stays on its brakes meanwhile. With
+the plant's `stamp_joint` (config/ros2_control_sim.yaml sets one) the block and the URDF
+have one more joint, whose position is the time each state was measured: the broadcaster
+restamps every state with the manager's cycle, and this carries the plant's own stamp
+through to the controller (its `stamp_joint`).
 `controllers_file` writes controller_manager's parameters (update rate,
 joint_state_broadcaster, effort_controller over the robot's joints)."""
 
@@ -33,13 +37,16 @@ SYSTEM_NAME = 'robot_dynamics_sim'
 
 
 def description(urdf, joints, initial_positions=None, commands_topic=COMMANDS_TOPIC,
-                states_topic=STATES_TOPIC, name=SYSTEM_NAME):
+                states_topic=STATES_TOPIC, name=SYSTEM_NAME, stamp_joint=''):
     """`urdf` with the <ros2_control> block of the simulated arm (see the module); each
     joint's position state starts at `initial_positions` (default 0), what
-    joint_state_broadcaster publishes until the plant's first state is read."""
+    joint_state_broadcaster publishes until the plant's first state is read. With
+    `stamp_joint`, also that joint (see `stamp_joint_urdf`)."""
     initial = list(initial_positions) if initial_positions is not None else [0.0] * len(joints)
     if len(initial) != len(joints):
         raise ValueError(f'initial_positions: {len(initial)} values for {len(joints)} joints')
+    if stamp_joint:
+        urdf = stamp_joint_urdf(urdf, stamp_joint)
     lines = [f'  <ros2_control name={quoteattr(name)} type="system">',
              '    <hardware>',
              f'      <plugin>{HARDWARE}</plugin>',
@@ -60,7 +67,45 @@ def description(urdf, joints, initial_positions=None, commands_topic=COMMANDS_TO
                   '        <param name="initial_value">nan</param>',
                   '      </state_interface>',
                   '    </joint>']
+    if stamp_joint:
+        lines += [f'    <joint name={quoteattr(stamp_joint)}>',
+                  '      <command_interface name="effort"/>']
+        for state, start in (('position', '0.0'), ('velocity', '0.0'), ('effort', 'nan')):
+            lines += [f'      <state_interface name="{state}">',
+                      f'        <param name="initial_value">{start}</param>',
+                      '      </state_interface>']
+        lines.append('    </joint>')
     lines.append('  </ros2_control>')
+    head, tail = urdf.rsplit('</robot>', 1)
+    return head + '\n'.join(lines) + '\n</robot>' + tail
+
+
+def root_link(urdf):
+    """The name of the URDF's root link (the one link no joint has as its child)."""
+    import xml.etree.ElementTree as ElementTree
+    robot = ElementTree.fromstring(urdf)
+    children = {child.get('link') for child in robot.iter('child')}
+    roots = [link.get('name') for link in robot.findall('link')
+             if link.get('name') not in children]
+    if len(roots) != 1:
+        raise ValueError(f'the URDF has {len(roots)} root links ({roots}); one expected')
+    return roots[0]
+
+
+def stamp_joint_urdf(urdf, stamp_joint):
+    """`urdf` with a massless link hung on the root by a continuous joint `stamp_joint`:
+    the plant's stamp_joint, whose position is the time each state was measured. ros2_control
+    takes only joints the URDF has, and not fixed ones; the plugin sends a command for every
+    joint of its block, so it has an effort command interface too (the plant ignores it; its
+    effort state starts at NaN like the arm's, so that "no command" stays every effort NaN);
+    its position starts at 0, which the controller takes as "not measured yet"."""
+    root = root_link(urdf)
+    link = f'{stamp_joint}_link'
+    lines = [f'  <link name={quoteattr(link)}/>',
+             f'  <joint name={quoteattr(stamp_joint)} type="continuous">',
+             f'    <parent link={quoteattr(root)}/>',
+             f'    <child link={quoteattr(link)}/>',
+             '  </joint>']
     head, tail = urdf.rsplit('</robot>', 1)
     return head + '\n'.join(lines) + '\n</robot>' + tail
 
