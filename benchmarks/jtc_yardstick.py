@@ -228,6 +228,11 @@ def trial(args, which, duration, gains, folder):
     def stamp(m):
         return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
 
+    def arm_only(m, values):
+        """(names, values) of the arm's joints in a JointState (not the stamp joint)."""
+        kept = [k for k, name in enumerate(m.name) if name in joints]
+        return [m.name[k] for k in kept], np.array(values)[kept]
+
     def probe(node):
         def listen(message_type, topic, qos, handler):
             listening.append((node.create_subscription(message_type, topic, lambda m: None,
@@ -239,14 +244,19 @@ def trial(args, which, duration, gains, folder):
                errors.append((stamp(m), np.array(m.position))))
         if args.latency:
             listen(JointState, '/joint_states', qos_profile_sensor_data, lambda m, when:
-                   seen.append((when, list(m.name), np.array(m.position), stamp(m))))
+                   seen.append((when, *arm_only(m, m.position), stamp(m))))
             listen(Float64MultiArray, '/effort_controller/commands', 1000,
                    lambda m, when: commands.append((when, np.array(m.data))))
             listen(JointState, ros2_control_sim.COMMANDS_TOPIC, 1000, lambda m, when:
-                   hardware.append((when, list(m.name), np.array(m.effort))))
+                   hardware.append((when, *arm_only(m, m.effort))))
     stack, node = start_stack(args, which, gains, folder, probe)
     try:
         listen_until(listening, time.monotonic() + 2.0)   # let the controller take the arm
+        if which != 'jtc':              # this controller holds it: ~/error comes (a move
+            #                             sent before it has every joint is refused)
+            listen_until(listening, time.monotonic() + 60.0, lambda: errors)
+            if not errors:
+                raise RuntimeError(f'the controller never took the arm (logs in {folder})')
         command = sample_profile('quintic', start, goal, duration, POINTS, joints)
         message = trajectory_message(command)
         t0 = node.get_clock().now().nanoseconds * 1e-9 + 1.0
@@ -283,14 +293,14 @@ def trial(args, which, duration, gains, folder):
     return result
 
 
-def listen_until(listening, until):
+def listen_until(listening, until, done=None):
     """Take every message waiting on the probe's subscriptions `listening` ((subscription,
-    type, handler(message, receive time [s]))) until `until` (steady s), polling every
-    LISTEN_PERIOD. The receive time is the middleware's (the system clock), not when this
+    type, handler(message, receive time [s]))) until `until` (steady s) or `done()`,
+    polling every LISTEN_PERIOD. The receive time is the middleware's (the system clock), not when this
     loop got to it. (rclpy's executor rebuilds a wait set per message: at the loop's 4-5 kHz
     of messages on a 2-CPU machine it fell behind, lost two states in three and took the
     CPU time of the loop it measured.)"""
-    while time.monotonic() < until:
+    while time.monotonic() < until and not (done and done()):
         for subscription, message_type, handler in listening:
             with subscription.handle:
                 taken = subscription.handle.take_message(message_type, False)
