@@ -48,15 +48,20 @@ class Robot(Node):
         self.states.publish(msg)
 
 
-@pytest.fixture
-def running():
+def start(*overrides):
     harness = RosHarness(PUMA, overrides=('control_mode:=on_state', 'state_timeout:=0.0',
-                                          'state_publish_rate:=0.0'))
+                                          'state_publish_rate:=0.0') + overrides)
     controller = harness.add(ComputedTorqueController(context=harness.context))
     robot = harness.add(Robot(harness.context))
     harness.spin_until(lambda: robot.states.get_subscription_count() > 0
                        and robot.trajectory.get_subscription_count() > 0
                        and robot.client.service_is_ready(), 'the controller')
+    return harness, controller, robot
+
+
+@pytest.fixture
+def running():
+    harness, controller, robot = start()
     yield harness, controller, robot
     harness.close()
 
@@ -64,13 +69,7 @@ def running():
 @pytest.fixture
 def stamped():
     """As `running`, the controller with stamp_joint STAMP."""
-    harness = RosHarness(PUMA, overrides=('control_mode:=on_state', 'state_timeout:=0.0',
-                                          'state_publish_rate:=0.0', f'stamp_joint:={STAMP}'))
-    controller = harness.add(ComputedTorqueController(context=harness.context))
-    robot = harness.add(Robot(harness.context))
-    harness.spin_until(lambda: robot.states.get_subscription_count() > 0
-                       and robot.trajectory.get_subscription_count() > 0
-                       and robot.client.service_is_ready(), 'the controller')
+    harness, controller, robot = start(f'stamp_joint:={STAMP}')
     yield harness, controller, robot
     harness.close()
 
