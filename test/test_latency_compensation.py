@@ -382,3 +382,26 @@ def test_a_stamp_joint_without_a_time_leaves_the_header_stamp_and_state_age(
         (warning,) = warnings
         assert warning.startswith(f"joint_states.position[6] (stamp_joint '{STAMP}')")
         assert said in warning and 'the header stamp is used' in warning
+
+
+def test_at_shutdown_the_repeated_states_are_said_taken_at_their_stamp_joint_time():
+    """A moving state the broadcaster sends again (the same values, a newer header stamp)
+    is counted; with a stamp joint its time is the joint's, and the shutdown line says so."""
+    harness, controller, robot = start(f'stamp_joint:={STAMP}')
+    lines = []
+    try:
+        aged_cycle(harness, controller, robot, Q, np.zeros(6), 0.001)
+        aged_cycle(harness, controller, robot, Q, V, 0.001)
+        taken = (robot.stamp + 1_000_000) * 1e-9 + 0.0002
+        controller._now = lambda: taken
+        cycle(harness, robot, Q, V, after=0.001, measured=taken - 0.0012)   # sent again
+        assert controller.repeated_states == 1
+
+        class Recorder:
+            def __getattr__(self, level):
+                return lambda text, **_: lines.append(text)
+        controller.get_logger = lambda: Recorder()
+    finally:
+        harness.close()
+    (line,) = [text for text in lines if 'repeated the previous one' in text]
+    assert line.startswith('1 moving /joint_states') and 'the time its stamp_joint gives' in line

@@ -75,7 +75,9 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             self.get_logger().info(
                 f'{self.repeated_states} moving /joint_states repeated the previous one value '
                 'for value under a newer stamp (a read that found no new state, e.g. behind '
-                'joint_state_broadcaster); each was taken at its first stamp')
+                'joint_state_broadcaster); each was taken at '
+                + ('the time its stamp_joint gives' if self._age_mean is not None
+                   else 'its first stamp'))
         if getattr(self, 'measure_latency', False):
             estimate = self.loop_delay
             self.get_logger().info(
