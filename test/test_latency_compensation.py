@@ -405,3 +405,14 @@ def test_at_shutdown_the_repeated_states_are_said_taken_at_their_stamp_joint_tim
         harness.close()
     (line,) = [text for text in lines if 'repeated the previous one' in text]
     assert line.startswith('1 moving /joint_states') and 'the time its stamp_joint gives' in line
+
+
+def test_a_stamp_joint_that_is_a_controlled_joint_stops_the_node_naming_it():
+    from robot_dynamics.nodes.common.ros_params import ConfigurationError
+    harness = RosHarness(PUMA)
+    try:
+        with pytest.raises(ConfigurationError, match="stamp_joint: 'joint_3' is a controlled"):
+            ComputedTorqueController(context=harness.context, parameter_overrides=[
+                Parameter('stamp_joint', value='joint_3')])
+    finally:
+        harness.close()

@@ -82,6 +82,9 @@ class ControllerParameters:
         self.loop_delay = LoopDelayEstimate(self.latency_compensation)
         self.state_age = _parameter(self, 'state_age')
         self.stamp_joint = _parameter(self, 'stamp_joint')
+        if self.stamp_joint in self.joints:
+            raise ConfigurationError(f'stamp_joint: {self.stamp_joint!r} is a controlled '
+                                     'joint; name the joint that carries the states\' time')
         self.goal_tolerance = _parameter(self, 'constraints.goal_tolerance')
         self.stopped_velocity_tolerance = _parameter(self,
                                                      'constraints.stopped_velocity_tolerance')
