@@ -43,6 +43,7 @@ from std_srvs.srv import Trigger
 
 from robot_dynamics.identification.payload import PayloadEstimator
 from robot_dynamics.nodes.common.ros_params import ConfigurationError, declare, validated
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 
 __all__ = ['PayloadIdentification', 'estimate_messages']
 
@@ -177,9 +178,9 @@ class PayloadIdentification:
             self._dirty = False
             self.publish(self.update())
         except Exception as error:  # noqa: B902 - the controller must keep running
-            self._node.get_logger().error(
-                f'payload identification: unexpected {type(error).__name__}: {error}',
-                throttle_duration_sec=2.0)
+            log_throttled(
+                self._node, 'error',
+                f'payload identification: unexpected {type(error).__name__}: {error}', 2.0)
 
     def publish(self, estimate):
         inertia, status = estimate_messages(estimate, self.enabled)

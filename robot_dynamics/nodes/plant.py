@@ -57,6 +57,7 @@ from robot_dynamics.nodes.common.ros_params import (
 from robot_dynamics.nodes.common.realtime import declare_realtime
 from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_domain,
                                               own_loop_after_the_model, run, StartRefused)
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 
 NODE_NAME = 'plant_simulator'
 THROTTLE = 2.0        # s between repeated warnings
@@ -318,10 +319,8 @@ class PlantSimulator(Node):
         except Refused as refused:
             line = (f'{self.command_topic}: {refused}; command ignored (the last good one '
                     'stays, within command_timeout)')
-            if refused.level == 'info':    # two call sites: rclpy keeps one level per site
-                self.get_logger().info(line, throttle_duration_sec=THROTTLE)
-            else:
-                self.get_logger().warning(line, throttle_duration_sec=THROTTLE)
+            log_throttled(self, 'info' if refused.level == 'info' else 'warning', line,
+                          THROTTLE)
             return
         self._tau_command = tau
         self._command_time = self._plant_time()
@@ -346,14 +345,14 @@ class PlantSimulator(Node):
             self.engine.set_wrench(msg.header.frame_id, (force.x, force.y, force.z),
                                    (moment.x, moment.y, moment.z))
         except engines.FrameError as error:
-            self.get_logger().warning(f'~/external_wrench: {error}; wrench ignored',
-                                      throttle_duration_sec=THROTTLE)
+            log_throttled(self, 'warning', f'~/external_wrench: {error}; wrench ignored',
+                          THROTTLE)
             return
         except ValueError as error:
             text = str(error).replace('moment.', 'wrench.torque.').replace(
                 'force.', 'wrench.force.')
-            self.get_logger().warning(f'~/external_wrench: {text}; wrench ignored',
-                                      throttle_duration_sec=THROTTLE)
+            log_throttled(self, 'warning', f'~/external_wrench: {text}; wrench ignored',
+                          THROTTLE)
             return
         wrench = self.engine.wrench
         self.get_logger().info(
@@ -376,10 +375,10 @@ class PlantSimulator(Node):
                 if not self._started:
                     self._no_first_command_hint()
                 return
-            self.get_logger().warning(
+            log_throttled(
+                self, 'warning',
                 f'lock-step: no command within {self.lockstep_timeout:g} s (wall) for the '
-                f'state at t = {self.sim_time:.3f} s; advancing without it',
-                throttle_duration_sec=THROTTLE)
+                f'state at t = {self.sim_time:.3f} s; advancing without it', THROTTLE)
         self._advance()
 
     # ------------------------------------------------------------------ the plant
@@ -390,18 +389,17 @@ class PlantSimulator(Node):
         age = (self._plant_time() if now is None else now) - self._command_time
         if self.command_timeout > 0.0 and age > self.command_timeout + 1e-9:
             if np.isfinite(self._command_time) and not self.brakes:
-                self.get_logger().warning(
-                    f'no effort command for {age:.3f} s > command_timeout '
-                    f'{self.command_timeout:g} s: applying zero effort',
-                    throttle_duration_sec=THROTTLE)
+                log_throttled(self, 'warning',
+                              f'no effort command for {age:.3f} s > command_timeout '
+                              f'{self.command_timeout:g} s: applying zero effort', THROTTLE)
             return np.zeros(self.model.n)
         tau, joints = self._clipped_command()
         if joints:
             self.clipped_steps += 1
-            self.get_logger().warning(
+            log_throttled(
+                self, 'warning',
                 f'effort command clipped to robot.effort_max on {joints} ({self.clipped_steps}'
-                ' ticks so far); /joint_states effort shows what was applied',
-                throttle_duration_sec=THROTTLE)
+                ' ticks so far); /joint_states effort shows what was applied', THROTTLE)
         return tau
 
     def _clipped_command(self):
@@ -742,9 +740,10 @@ class PlantSimulator(Node):
         if fast.any():
             self.velocity_peak = np.maximum(self.velocity_peak, np.where(fast, np.abs(qd), 0.0))
             i = int(np.flatnonzero(fast)[0])
-            self.get_logger().warning(
+            log_throttled(
+                self, 'warning',
                 f'joint {self.joints[i]}: |qd| = {abs(qd[i]):.4g} beyond robot.velocity_max '
-                f'{self.model.velocity_max[i]:g}', throttle_duration_sec=THROTTLE)
+                f'{self.model.velocity_max[i]:g}', THROTTLE)
 
     def _publish(self, clock_ns=None):
         """/clock (with publish_clock) and the state, stamped with simulated time or with

@@ -88,6 +88,7 @@ from robot_dynamics.nodes.common.runner import (domain_in_use_message, lock_doma
                                               warn_unknown_parameters)
 from robot_dynamics.nodes.common.ros_params import (closest_name, ConfigurationError, declare,
                                                    validated)
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 from robot_dynamics.nodes.common.trajectory_client import trajectory_message
 from robot_dynamics.trajectories.profiles import sample_profile
 
@@ -190,9 +191,9 @@ class DemoMove(Node):
         if self.joints:
             return
         if len(msg.name) != len(self.goal):
-            self.get_logger().error(
-                f'goal_positions: {len(self.goal)} values, the controller has '
-                f'{len(msg.name)} joints', throttle_duration_sec=10.0)
+            log_throttled(self, 'error',
+                          f'goal_positions: {len(self.goal)} values, the controller has '
+                          f'{len(msg.name)} joints', 10.0)
             return
         self.joints = tuple(msg.name)
         self.get_logger().info(f'joints from the controller: {list(self.joints)}')

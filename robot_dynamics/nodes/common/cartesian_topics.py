@@ -30,6 +30,7 @@ from rclpy.event_handler import PublisherEventCallbacks
 from robot_dynamics import control
 from robot_dynamics.dynamics import kinematics
 from robot_dynamics.nodes.common import control_laws
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 
 THROTTLE = 2.0              # s between repeated warnings
 UNIT_TOLERANCE = 1.0e-3     # |‖q‖ − 1| accepted for a target quaternion
@@ -62,7 +63,7 @@ class CartesianTopics:
         return control_laws.base_frame(self.node, self.node.law_settings)
 
     def _warn(self, text):
-        self.node.get_logger().warning(text, throttle_duration_sec=THROTTLE)
+        log_throttled(self.node, 'warning', text, THROTTLE, depth=2)   # per caller
 
     def _cartesian_law(self, topic):
         """The Cartesian law in effect, or None (a warning said why)."""

@@ -13,6 +13,7 @@ from std_msgs.msg import String
 
 from robot_dynamics import parameters
 from robot_dynamics.model import RobotModel
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 from robot_dynamics.parameters.layering import YAML_NULLS
 from robot_dynamics.parameters import (as_bool, as_choice, as_float, as_floats,  # noqa: F401
                                        as_string, ConfigurationError)
@@ -333,9 +334,10 @@ class RobotDescriptionListener:
 
     def _on_description(self, msg):
         if self.started:
-            self._node.get_logger().warning(
+            log_throttled(
+                self._node, 'warning',
                 f'{self._subscription.topic_name}: new description ignored (the model is '
-                'built once; restart the node to use it)', throttle_duration_sec=10.0)
+                'built once; restart the node to use it)', 10.0)
             return
         try:
             # the robot block as it is now: robot.payload.* may have been set meanwhile

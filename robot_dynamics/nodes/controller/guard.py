@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 THROTTLE = 2.0  # s between repeated warnings
 
 
@@ -25,10 +26,9 @@ def guarded(what, control=False):
                         and getattr(self, '_commanding', False))
                 if zero:
                     self._publish_command(np.zeros(self.model.n))
-                self.get_logger().error(f'{what}: unexpected {type(error).__name__}: '
-                                        f'{error}; dropped'
-                                        + ('; zero effort commanded' if zero else ''),
-                                        throttle_duration_sec=THROTTLE)
+                log_throttled(self, 'error', f'{what}: unexpected {type(error).__name__}: '
+                              f'{error}; dropped' + ('; zero effort commanded' if zero else ''),
+                              THROTTLE, key=('unexpected error', what))
                 return None
         return wrapper
     return decorate

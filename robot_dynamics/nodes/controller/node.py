@@ -22,6 +22,7 @@ from robot_dynamics.nodes.common.diagnostics import ControllerDiagnostics, measu
 from robot_dynamics.nodes.common.ros_params import (declare_robot, keep_float_types,
                                                    name_unknown_parameters)
 from robot_dynamics.nodes.common.runner import own_loop_after_the_model, run
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 from robot_dynamics.nodes.controller.guard import doubles, guarded, THROTTLE
 from robot_dynamics.nodes.controller.law_selection import LawSelection, LawSwap
 from robot_dynamics.nodes.controller.loop_delay import WINDOW
@@ -254,7 +255,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _warn(self, text):
-        self.get_logger().warning(text, throttle_duration_sec=THROTTLE)
+        log_throttled(self, 'warning', text, THROTTLE, depth=2)   # per caller
 
     # ------------------------------------------------------------------ callbacks
 
@@ -336,8 +337,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         if reference.effort is not None:    # the points' effort feed-forward
             tau = tau + reference.effort
         if not np.all(np.isfinite(tau)):
-            self.get_logger().error('non-finite effort computed; commanding zero effort',
-                                    throttle_duration_sec=THROTTLE)
+            log_throttled(self, 'error', 'non-finite effort computed; commanding zero effort',
+                          THROTTLE)
             tau = np.zeros(self.model.n)
         tau = self._saturate(tau)
         if self._rate_limit is not None:    # effort_rate_limit, after the effort limits
@@ -410,8 +411,7 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         """Before the first trajectory: hold the position measured once all are seen."""
         if not np.all(np.isfinite(self._received)):
             missing = [self.joints[i] for i in np.flatnonzero(~np.isfinite(self._received))]
-            self.get_logger().info(f'waiting for /joint_states of {missing}',
-                                   throttle_duration_sec=5.0)
+            log_throttled(self, 'info', f'waiting for /joint_states of {missing}', 5.0)
             return False
         self.sampler.hold(self._q.copy(), t)
         self._ready = True

@@ -26,6 +26,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from robot_dynamics.nodes.trajectories import query_state
 from robot_dynamics.nodes.common.ros_params import (ConfigurationError, declare, seconds,
                                                    validated)
+from robot_dynamics.nodes.common.throttled_log import log_throttled
 from robot_dynamics.trajectories.sampler import (InvalidJoints, TrajectoryCommand,
                                                  TrajectoryRejected)
 from robot_dynamics.trajectories.goal import (INVALID_GOAL, joint_tolerances, rejection_code,
@@ -153,9 +154,9 @@ class FollowJointTrajectoryInterface:
                 goal = self._install(handle, now)
             except TrajectoryRejected as error:
                 code = rejection_code(error)
-                self.node.get_logger().warning(   # the client gets every reason
-                    f'follow_joint_trajectory goal refused ({code}): {error}',
-                    throttle_duration_sec=THROTTLE)
+                log_throttled(self.node, 'warning',   # the client gets every reason
+                              f'follow_joint_trajectory goal refused ({code}): {error}',
+                              THROTTLE)
                 self._end(handle, code, str(error))
                 return
             except Exception as error:  # noqa: B902 - a malformed goal must not stop the node
