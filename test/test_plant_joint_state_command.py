@@ -348,14 +348,20 @@ def test_a_reader_taking_one_state_a_cycle_reads_the_newest_with_publish_on_comm
         harness.close()
 
 
-def oldest_first_reader(hardware):
+def oldest_first_reader(hardware, arrivals=None):
     """A queue of the plant's states as topic_based_ros2_control's subscription holds them
-    (SensorDataQoS: the last 5); its reader takes the oldest."""
+    (SensorDataQoS: the last 5); its reader takes the oldest. `arrivals` (a list): one
+    entry appended per state queued."""
     import collections
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     queue = collections.deque(maxlen=5)
-    hardware.create_subscription(JointState, 'plant_states', lambda m: queue.append(m),
+
+    def arrived(msg):
+        queue.append(msg)
+        if arrivals is not None:
+            arrivals.append(1)
+    hardware.create_subscription(JointState, 'plant_states', arrived,
                                  qos_profile_sensor_data)
     return queue
 
@@ -401,20 +407,30 @@ def test_a_command_written_before_the_last_state_was_sent_holds_the_next_state_b
     sent, as it is when a state arrives after the read. The plant then sends no state at
     its next tick: the next read takes the waiting one and finds nothing behind it (no
     backlog, though the periodic drain is a period away), and one state is counted as
-    held back. Commands stamped after the state they answer are never held back."""
+    held back. Commands stamped after the state they answer are never held back: the
+    reader cycles only once its last command was answered (a state queued, or the plant
+    counted the tick that answered it without one), so that a loaded machine delaying an
+    answer past the next cycle, which rightly holds a state back too, cannot happen here."""
     from sensor_msgs.msg import JointState
     harness, plant, hardware = start('publish_clock:=false', 'publish_rate:=400.0',
                                      'publish_on_command:=true', 'command_timeout:=0.0')
     try:
-        queue, waiting, missed = oldest_first_reader(hardware), [], []
+        arrivals, waiting, missed, marks = [], [], [], []
+        queue = oldest_first_reader(hardware, arrivals)
         tau = holding()
 
+        def answered():
+            return (len(arrivals), plant._answers, plant.held_states)
+
         def write(stamp_ns):
+            marks.append(answered())
             msg = JointState(name=list(JOINTS), effort=[float(v) for v in tau])
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
             hardware.publisher.publish(msg)
 
         def cycle():
+            if marks and answered() == marks[-1]:
+                return                                    # the last command unanswered
             waiting.append(len(queue))
             if len(waiting) >= 30 and queue and not missed:
                 missed.append(len(waiting))               # the state came after the read
