@@ -15,16 +15,20 @@ minus the plant's own state, max and RMS over the move and 1 s after), the contr
 copy), the largest effort, and with --latency the hops of the loop timed by this probe's
 receive times: direct, plant state -> effort command; through ros2_control, plant state ->
 /joint_states (the same values), /joint_states -> effort command, effort command -> the
-plant's JointState command (the same values).
+plant's JointState command (the same values). It ends with each path's median over the
+runs and, with both paths, the ratio of the medians against the target (within 3x).
 """
 
 import argparse
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jtc_yardstick  # noqa: E402
+
+TARGET = 3.0     # through ros2_control within this many times the direct path's error
 
 
 def main(argv=None):
@@ -41,6 +45,7 @@ def main(argv=None):
     import tempfile
     folder = tempfile.mkdtemp(prefix='ros2_control_tracking_')
     print(f'logs in {folder}')
+    largest = {path: [] for path in args.paths}
     for run in range(args.runs):
         for path in args.paths:
             load = os.getloadavg()[0]
@@ -48,7 +53,26 @@ def main(argv=None):
             label = 'direct (plant <-> controller)' if path == 'direct' else \
                 'through ros2_control (topic_based_ros2_control)'
             jtc_yardstick.show(f'run {run + 1}, {label}, load average {load:.1f}', result)
+            largest[path].append(float(result['max'].max()))
+    print(summary(largest))
     return 0
+
+
+def summary(largest):
+    """The runs' largest errors per path ({path: [rad]}), their medians and, with both
+    paths, the ratio of the medians against the target (through ros2_control within 3x
+    the direct path's)."""
+    lines = []
+    for path, values in largest.items():
+        lines.append(f'{path}: largest error of each run '
+                     + ', '.join(f'{1e3 * v:.2f}' for v in values)
+                     + f' mrad; median {1e3 * statistics.median(values):.3f} mrad')
+    if all(largest.get(path) for path in ('direct', 'ours')):
+        ratio = statistics.median(largest['ours']) / statistics.median(largest['direct'])
+        lines.append(f'through ros2_control / direct, medians of {len(largest["ours"])} '
+                     f'interleaved runs: {ratio:.2f}, target <= {TARGET:g}: '
+                     + ('met' if ratio <= TARGET else 'not met'))
+    return '\n'.join(lines)
 
 
 if __name__ == '__main__':
