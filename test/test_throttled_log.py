@@ -1,6 +1,6 @@
 """Throttled log lines (robot_dynamics.nodes.common.throttled_log): a line is logged once a
 period per call site (and level, or an explicit key); the repeats in between never reach
-the node's logger (rclpy's own throttle looks up the caller's source on every call, ~0.5 ms,
+the node's logger (rclpy's own throttle looks up the caller's source on every call, 0.3-0.5 ms,
 which a condition repeating every cycle of a 1 kHz loop would pay every cycle); the
 controller and the plant clipping every cycle log one line a period; the package calls no
 rclpy throttle."""

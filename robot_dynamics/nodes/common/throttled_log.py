@@ -2,12 +2,12 @@
 
 rclpy's own throttle (`logger.warning(text, throttle_duration_sec=...)`) finds its call
 site on every call, whether the line is then logged or not: `inspect.getframeinfo` reads
-the caller's source lines and `os.path.realpath` walks the file's path, about 0.5 ms a
+the caller's source lines and `os.path.realpath` walks the file's path, 0.3-0.5 ms a
 call on a 2-CPU machine (rclpy of Jazzy and Kilted). A condition that repeats every cycle of
 a 1 kHz loop (an effort clipped at its limit, a stream of refused commands) would then
-cost the loop half of each cycle, exactly while something is already wrong. rclpy also
-keeps one throttle per call site, so the lines of a helper such as `_warn(text)` throttled
-each other whatever they said.
+cost the loop a third to a half of each cycle, exactly while something is already wrong.
+rclpy also keeps one throttle per call site, so the lines of a helper such as `_warn(text)`
+throttled each other whatever they said.
 
 `log_throttled` keys a line by the code object and line of the code that asked for it (a
 frame attribute read: no source, no file system) and its level, keeps the time it was
