@@ -25,9 +25,11 @@ by `joints`; a URDF robot file's own URDF is used. Files as in sim.launch.py: th
 file, the derived demo move, the robot's own demo file (config/sim_<name>.yaml), then
 sim_params_file (default config/ros2_control_sim.yaml; several separated by ';'). The
 realtime_* arguments set the plant's and the controller's real-time options
-(doc/realtime.md) over the files; controller_manager runs its update loop at SCHED_FIFO 50
-by itself where it may (its `thread_priority`), its other threads under the normal
-scheduler.
+(doc/realtime.md) over the files; with a priority set (there or in the files),
+controller_manager's every thread runs 10 below it (`chrt -f`; its executor takes the
+controller's efforts: without it the loop tracked worse), then its update loop sets its own
+SCHED_FIFO 50 (`thread_priority`); where the system refuses SCHED_FIFO, it runs without
+(one line says so). Without a priority, its update loop alone takes 50 where it may.
 
 Needs ros2_control, ros2_controllers (effort_controllers, joint_state_broadcaster) and
 topic_based_ros2_control (apt install ros-$ROS_DISTRO-ros2-control
@@ -48,6 +50,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from robot_dynamics.nodes.common import bringup, demo_plan, ros2_control_sim
+from robot_dynamics.parameters.layering import layered_parameters
 
 PLANT, CONTROLLER, DEMO = 'plant_simulator', 'computed_torque_controller', 'demo_move'
 RELEASED = b'brakes released'   # the plant's line when the first effort command arrives
@@ -78,7 +81,6 @@ def arm(files):
     """(joints, initial positions, stamp_joint) of the plant the files configure."""
     import numpy as np
     from robot_dynamics.model import RobotModel
-    from robot_dynamics.parameters.layering import layered_parameters
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         model = RobotModel.from_yaml(files[0])
@@ -104,6 +106,9 @@ def nodes(context):
             joints, int(argument(LaunchConfiguration('update_rate'))))
     wall = {'use_sim_time': False}
     realtime = bringup.realtime_launch_parameters(argument, LaunchConfiguration)
+    manager = ros2_control_sim.manager_prefix(ros2_control_sim.manager_priority(
+        [realtime.get('realtime.priority', layered_parameters(files, '/' + name).get(
+            'realtime.priority')) for name in (PLANT, CONTROLLER)]))
 
     def parameters(name, overrides):
         return bringup.node_parameters(files, name, '', name, overrides)
@@ -129,7 +134,8 @@ def nodes(context):
     actions += [
         Node(package='controller_manager', executable='ros2_control_node',
              name='controller_manager', output='screen', parameters=[controllers],
-             remappings=[('~/robot_description', '/robot_description')]),
+             remappings=[('~/robot_description', '/robot_description')],
+             **({'prefix': manager, 'exec_name': 'ros2_control_node'} if manager else {})),
         Node(package='controller_manager', executable='spawner', name='spawner',
              output='screen', arguments=list(ros2_control_sim.CONTROLLERS) + [
                  '--controller-manager', '/controller_manager']),   # controller_manager

@@ -237,13 +237,101 @@ def test_the_realtime_arguments_go_to_the_plant_and_the_controller(fake_launch, 
                 'realtime.cpu_affinity': [1]}
     for node in ('robot_dynamics/plant', 'robot_dynamics/controller'):
         assert realtime.items() <= node_values(found[node]).items(), node
+    manager = found['controller_manager/ros2_control_node'].kwargs
+    assert manager['prefix'] == ros2_control_sim.manager_prefix(70)   # 10 below
+    assert manager['exec_name'] == 'ros2_control_node'    # its log lines' label, not 'sh'
     found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
                          monkeypatch)
     assert not any(name.startswith('realtime.')
                    for name in node_values(found['robot_dynamics/plant']))
+    assert 'prefix' not in found['controller_manager/ros2_control_node'].kwargs
     with pytest.raises(ValueError, match='realtime_priority'):
         launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True, monkeypatch,
                      realtime_priority='120')
+
+
+def test_a_priority_in_the_files_raises_the_manager_below_the_lowest_node(fake_launch,
+                                                                          monkeypatch,
+                                                                          tmp_path):
+    settings = tmp_path / 'realtime.yaml'
+    settings.write_text(yaml.safe_dump({
+        '/**/plant_simulator': {'ros__parameters': {'realtime': {'priority': 85}}},
+        '/**/computed_torque_controller': {'ros__parameters': {'realtime.priority': 75}}}))
+    files = os.path.join(CONFIG, 'ros2_control_sim.yaml') + ';' + str(settings)
+    found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
+                         monkeypatch, sim_params_file=files)
+    assert found['controller_manager/ros2_control_node'].kwargs['prefix'] == \
+        ros2_control_sim.manager_prefix(65)
+    found = launch_nodes(fake_launch, os.path.join(CONFIG, 'puma560.yaml'), True,
+                         monkeypatch, sim_params_file=files, realtime_priority='0')
+    assert 'prefix' not in found['controller_manager/ros2_control_node'].kwargs
+
+
+@pytest.mark.parametrize('priorities, expected', [
+    ((80, 80), 70), ((None, 0), 0), ((90, 60), 50), ((5, None), 1), ((0, 11), 1)])
+def test_the_manager_priority_is_ten_below_the_lowest_node_priority(priorities, expected):
+    assert ros2_control_sim.manager_priority(priorities) == expected
+    assert (ros2_control_sim.manager_prefix(expected) is None) == (expected == 0)
+
+
+SCHEDULER = ('import os; print(os.sched_getscheduler(0), '
+             'os.sched_getparam(0).sched_priority)')
+
+
+def run_prefixed(prefix, path=None):
+    """The scheduler policy and priority a program started with the launch `prefix` gets
+    (and the prefix's stderr); `path`: a folder put first on PATH."""
+    import shlex
+    import subprocess
+    import sys
+    environment = dict(os.environ)
+    if path is not None:
+        environment['PATH'] = f'{path}{os.pathsep}{environment["PATH"]}'
+    done = subprocess.run(shlex.split(prefix) + [sys.executable, '-c', SCHEDULER],
+                          capture_output=True, text=True, env=environment, timeout=60)
+    assert done.returncode == 0, done.stderr
+    policy, priority = (int(v) for v in done.stdout.split())
+    return policy, priority, done.stderr
+
+
+def fake_chrt(folder, body):
+    chrt = folder / 'chrt'
+    chrt.write_text('#!/bin/sh\n' + body)
+    chrt.chmod(0o755)
+    return folder
+
+
+def test_a_refused_sched_fifo_starts_the_manager_without_it_saying_so(tmp_path):
+    """The system refusing SCHED_FIFO (chrt fails, as without CAP_SYS_NICE or an rtprio
+    limit): the program still starts, with the normal scheduler, after one line."""
+    policy, _, said = run_prefixed(ros2_control_sim.manager_prefix(70),
+                                   fake_chrt(tmp_path, 'echo "chrt: Operation not permitted" '
+                                             '>&2; exit 1\n'))
+    assert policy == os.SCHED_OTHER
+    assert said.strip() == ('controller_manager: SCHED_FIFO priority 70 refused (chrt); '
+                            'running without it')
+
+
+def test_a_permitted_sched_fifo_runs_the_manager_at_that_priority(tmp_path):
+    """Where the system permits it (root here), the program runs at SCHED_FIFO 70; chrt is
+    handed the program and its arguments unchanged."""
+    calls = tmp_path / 'calls'
+    policy, _, said = run_prefixed(ros2_control_sim.manager_prefix(70), fake_chrt(
+        tmp_path, f'echo "$@" >> {calls}\nshift 2\nexec "$@"\n'))
+    assert policy == os.SCHED_OTHER and not said      # the stand-in changes nothing
+    first, second = calls.read_text().splitlines()
+    assert first == '-f 70 true' and second.startswith('-f 70 ') and second.endswith(
+        SCHEDULER)
+    import subprocess
+    try:
+        permitted = subprocess.run(['chrt', '-f', '1', 'true'], capture_output=True,
+                                   timeout=60).returncode == 0
+    except OSError:
+        permitted = False
+    if not permitted:
+        return              # refused here: the path above is the one this machine takes
+    policy, priority, said = run_prefixed(ros2_control_sim.manager_prefix(70))
+    assert (policy, priority, said) == (os.SCHED_FIFO, 70, '')
 
 
 def test_the_description_refuses_a_wrong_number_of_initial_positions():

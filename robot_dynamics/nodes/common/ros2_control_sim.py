@@ -20,10 +20,13 @@ have one more joint, whose position is the time each state was measured: the bro
 restamps every state with the manager's cycle, and this carries the plant's own stamp
 through to the controller (its `stamp_joint`).
 `controllers_file` writes controller_manager's parameters (update rate,
-joint_state_broadcaster, effort_controller over the robot's joints)."""
+joint_state_broadcaster, effort_controller over the robot's joints). With the plant and
+the controller at a SCHED_FIFO priority, `manager_prefix` runs controller_manager with
+every thread MANAGER_BELOW under it (its executor takes the effort commands)."""
 
 import hashlib
 import os
+import shlex
 import tempfile
 from xml.sax.saxutils import escape, quoteattr
 
@@ -34,6 +37,8 @@ BROADCASTER = 'joint_state_broadcaster/JointStateBroadcaster'
 EFFORT_CONTROLLER = 'effort_controllers/JointGroupEffortController'
 CONTROLLERS = ('joint_state_broadcaster', 'effort_controller')
 SYSTEM_NAME = 'robot_dynamics_sim'
+MANAGER_BELOW = 10      # controller_manager's SCHED_FIFO priority under the nodes' (the
+#                         benchmark's setting: its every thread then waits only for them)
 
 
 def description(urdf, joints, initial_positions=None, commands_topic=COMMANDS_TOPIC,
@@ -136,3 +141,26 @@ def controllers_file(joints, update_rate=1000):
             stream.write(text)
         os.replace(partial, path)
     return path
+
+
+def manager_priority(priorities):
+    """controller_manager's SCHED_FIFO priority for the plant's and the controller's
+    `priorities` (0 or None: off): MANAGER_BELOW under the lowest of those set, at least 1;
+    0 when neither is."""
+    given = [int(p) for p in priorities if p]
+    return max(1, min(given) - MANAGER_BELOW) if given else 0
+
+
+def manager_prefix(priority):
+    """A launch `prefix` that runs controller_manager's process with every thread at
+    SCHED_FIFO `priority` (`chrt -f`), or None for 0. Its update loop then sets its own
+    `thread_priority` (50 by default). Where the system refuses SCHED_FIFO (no
+    CAP_SYS_NICE, no rtprio limit) the manager starts without it, after one line saying so,
+    as the nodes run on with a warning."""
+    if not priority:
+        return None
+    fifo = f'chrt -f {int(priority)}'
+    script = (f'if {fifo} true 2>/dev/null; then exec {fifo} "$0" "$@"; fi; '
+              f'echo "controller_manager: SCHED_FIFO priority {int(priority)} refused '
+              f'(chrt); running without it" >&2; exec "$0" "$@"')
+    return 'sh -c ' + shlex.quote(script)
