@@ -93,6 +93,10 @@ class ProcessOutput:
         return '\n'.join(f'{t:8.2f} s  {line}' for t, line in self.lines) or '(nothing)'
 
 
+RESEND = 2.0
+"""[s] after which an unanswered idempotent service request is sent again (`call_service`)."""
+
+
 def call_service(harness, client, request, what, resend_after=None, while_waiting=None):
     """The response to `request`. A client sees a service ready once its requests reach the
     server, which may be before the server's responses can reach the client (a response

@@ -19,7 +19,7 @@ from robot_dynamics import dynamics
 from robot_dynamics.dynamics import kinematics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import double, doubles, PUMA, RosHarness, SIM, string
+from ros_testing import call_service, double, doubles, PUMA, RESEND, RosHarness, SIM, string
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -76,9 +76,9 @@ def wait_cycles(harness, operator, cycles):
 
 
 def set_parameters(harness, operator, *parameters):
-    future = operator.client.call_async(SetParameters.Request(parameters=list(parameters)))
-    harness.spin_until(future.done, 'the set_parameters response')
-    return future.result().results
+    return call_service(harness, operator.client,
+                        SetParameters.Request(parameters=list(parameters)),
+                        'the set_parameters response', resend_after=RESEND).results
 
 
 def switch(harness, operator, law):

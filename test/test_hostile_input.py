@@ -27,7 +27,7 @@ from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.trajectories.sampler import JointTrajectorySampler, TrajectoryCommand
 from robot_dynamics.trajectories.sampler import TrajectoryRejected
-from ros_testing import PUMA, RosHarness, SIM
+from ros_testing import call_service, PUMA, RESEND, RosHarness, SIM
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -301,10 +301,9 @@ def test_parameter_sets_of_the_wrong_type_are_rejected_naming_the_parameter(
         loop, name, parameter_value):
     harness, plant, controller, intruder, _ = loop
     law, limits, timeout = controller.law, controller.effort_limits, controller.state_timeout
-    future = intruder.client.call_async(SetParameters.Request(
-        parameters=[ParameterMsg(name=name, value=parameter_value)]))
-    harness.spin_until(future.done, 'the response')
-    (result,) = future.result().results
+    (result,) = call_service(harness, intruder.client, SetParameters.Request(
+        parameters=[ParameterMsg(name=name, value=parameter_value)]), 'the response',
+        resend_after=RESEND).results
     assert not result.successful
     assert name in result.reason or 'type' in result.reason or 'range' in result.reason
     harness.spin_for(5)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from ros_testing import PUMA, REPO, RosHarness   # noqa: I100 - sets ROS_DOMAIN_ID first
+from ros_testing import call_service, PUMA, REPO, RESEND, RosHarness   # noqa: I100 - sets ROS_DOMAIN_ID first
 from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
@@ -116,14 +116,10 @@ def test_controller_executable_answers_states_takes_trajectories_and_parameters(
         harness.spin_until(client.service_is_ready, 'the parameter service')
         value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
                                double_array_value=[50.0] * 6)
-        future = client.call_async(SetParameters.Request(
-            parameters=[ParameterMsg(name='gains.kp', value=value)]))
-        for _ in range(1000):
-            probe.send_state(Q0)
-            harness.spin_for(2)
-            if future.done():
-                break
-        assert future.done() and future.result().results[0].successful
+        response = call_service(harness, client, SetParameters.Request(
+            parameters=[ParameterMsg(name='gains.kp', value=value)]), 'the set_parameters response',
+            resend_after=RESEND, while_waiting=lambda: probe.send_state(Q0))
+        assert response.results[0].successful
     finally:
         code, out = interrupt(process)
     assert code == 0, out

@@ -19,7 +19,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import doubles, edited_puma_file, integers, PUMA, REPO, RosHarness, SIM
+from ros_testing import (call_service, doubles, edited_puma_file, integers, PUMA, REPO, RESEND,
+                         RosHarness, SIM)
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -68,9 +69,9 @@ def loop():
 
 
 def set_parameters(harness, operator, *parameters):
-    future = operator.client.call_async(SetParameters.Request(parameters=list(parameters)))
-    harness.spin_until(future.done, 'the set_parameters response')
-    return future.result().results
+    return call_service(harness, operator.client,
+                        SetParameters.Request(parameters=list(parameters)),
+                        'the set_parameters response', resend_after=RESEND).results
 
 
 def integrated_absolute_error(harness, operator, target, cycles=100):

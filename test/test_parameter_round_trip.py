@@ -11,7 +11,8 @@ import sys
 import pytest
 import yaml
 
-from ros_testing import integers, PUMA, REPO, RosHarness, string   # noqa: I100 - domain id
+from ros_testing import (call_service, integers, PUMA, REPO, RESEND, RosHarness,  # noqa: I100
+                         string)   # (sets the domain id first)
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
 from rclpy.node import Node
@@ -48,9 +49,8 @@ def running():
 
 
 def call(harness, client, request):
-    future = client.call_async(request)
-    harness.spin_until(future.done, f'the {type(request).__name__} response')
-    return future.result()
+    return call_service(harness, client, request, f'the {type(request).__name__} response',
+                        resend_after=RESEND)
 
 
 def test_a_list_mixing_integers_and_floats_arrives_as_a_string_and_the_rejection_says_so(

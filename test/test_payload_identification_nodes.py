@@ -28,7 +28,7 @@ from robot_dynamics.nodes.excite import ExcitationSender, parse_arguments
 from robot_dynamics.nodes.plant import PlantSimulator
 from robot_dynamics.nodes.send_trajectory import trajectory_message
 from robot_dynamics.trajectories.profiles import sample_profile
-from ros_testing import PUMA, REPO, RosHarness
+from ros_testing import call_service, PUMA, REPO, RESEND, RosHarness
 from test_examples import load_example
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
@@ -140,9 +140,8 @@ class Loop:
         assert not self.plant.stopped
 
     def call(self, client, request):
-        future = client.call_async(request)
-        self.harness.spin_until(future.done, f'the {client.srv_name} response')
-        return future.result()
+        return call_service(self.harness, client, request, f'the {client.srv_name} response',
+                            resend_after=RESEND)
 
     def set_enabled(self, enabled):
         value = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=enabled)

@@ -22,8 +22,8 @@ from robot_dynamics.dynamics import codegen
 from robot_dynamics.nodes.common import diagnostics
 from robot_dynamics.nodes.controller import ComputedTorqueController
 from robot_dynamics.nodes.plant import PlantSimulator
-from ros_testing import (double, doubles, edited_puma_file, integers, PUMA, REPO, RosHarness,
-                         SIM, string)
+from ros_testing import (call_service, double, doubles, edited_puma_file, integers, PUMA, REPO,
+                         RESEND, RosHarness, SIM, string)
 
 pytestmark = pytest.mark.filterwarnings('ignore::UserWarning')
 CONTROLLER = '/computed_torque_controller'
@@ -81,10 +81,9 @@ def loop():
 
 def call(harness, operator, node, *parameters, atomic=False):
     kind = SetParametersAtomically if atomic else SetParameters
-    future = operator.clients_[(node, kind)].call_async(
-        kind.Request(parameters=list(parameters)))
-    harness.spin_until(future.done, f'the {kind.__name__} response')
-    result = future.result()
+    result = call_service(harness, operator.clients_[(node, kind)],
+                          kind.Request(parameters=list(parameters)),
+                          f'the {kind.__name__} response', resend_after=RESEND)
     return [result.result] if atomic else list(result.results)
 
 
