@@ -114,7 +114,8 @@ def test_the_state_is_predicted_by_the_latency_and_the_effort_is_that_of_the_pre
 def test_the_prediction_accelerates_as_the_reference_does(running):
     """During a move, a state (Q, V) with latency_compensation d: the state the controller
     acts on (~/reference less ~/error) is (Q + (V + a d / 2) d, V + a d), a the reference's
-    acceleration at the time the effort acts."""
+    acceleration in the middle of the horizon, its mean over it (that of the time the effort
+    acts overshoots the velocity by the jerk times d² / 2)."""
     harness, controller, robot = running
     cycle(harness, robot, Q, np.zeros(6))
     robot.trajectory.publish(move_to(JOINTS, Q + 0.5, 2))
@@ -122,8 +123,10 @@ def test_the_prediction_accelerates_as_the_reference_does(running):
     d = 0.05
     set_live(harness, robot, double('latency_compensation', d))
     reference, error, _ = cycle(harness, robot, Q, V, after=0.3)
-    a = controller.sampler.sample(robot.stamp * 1e-9 + d).accelerations
+    a = controller.sampler.sample(robot.stamp * 1e-9 + 0.5 * d).accelerations
+    end = controller.sampler.sample(robot.stamp * 1e-9 + d).accelerations
     assert np.abs(a).max() > 0.1                        # accelerating there
+    assert np.abs(end - a).max() * d > 1e-4             # and not as at the horizon's end
     np.testing.assert_allclose(np.array(reference.position) - error.position,
                                Q + (V + 0.5 * a * d) * d, rtol=0, atol=1e-8)
     np.testing.assert_allclose(np.array(reference.velocity) - error.velocity, V + a * d,

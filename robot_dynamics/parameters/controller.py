@@ -136,7 +136,8 @@ CONTROLLER = (
               description=(
         'the dead time of the loop [s]: from the measurement of the state a cycle answers '
         'to the moment its effort acts on the arm (state transport, the cycle, the command '
-        'path). The state is predicted to then (q + (qd + qdd_d d / 2) d, qd + qdd_d d) and '
+        'path). The state is predicted to then (q + (qd + qdd_d d / 2) d, qd + qdd_d d, '
+        'qdd_d the reference\'s acceleration in the middle of the d: its mean over it) and '
         'the reference sampled there; ~/error is then against the prediction. 0 = none')),
     Parameter('measure_latency', 'bool', default=False, live=True,
               description=(

@@ -282,6 +282,15 @@ class JointTrajectorySampler:
         return Reference(np.array(q, dtype=float), np.array(qd, dtype=float),
                          np.array(qdd, dtype=float), plan.effort_at(s), f)
 
+    def accelerations(self, now):
+        """q̈_d (n,) at controller time `now`, without changing anything (no pruning, no
+        deferred speed-scaling factor applied): for a prediction over an interval, whose
+        mean acceleration is that at its middle."""
+        plan = self._require_plan()
+        s, f, fdot = self.scaled_time.at(float(now))
+        _, qd, qdd = plan.sample(s)
+        return np.array(scale_derivatives(qd, qdd, f, fdot)[1], dtype=float)
+
     # -- speed scaling --
 
     def trajectory_time(self, now):

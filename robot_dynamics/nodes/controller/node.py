@@ -318,17 +318,21 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
         measured = self._measured
         if measured is None:
             measured = t - self.state_age
-            reference = self.sampler.sample(measured + delay)   # when the effort acts
+            acts = measured + delay         # when the effort acts
             horizon = delay + self._repeat_age  # a state sent again is older than its stamp
         else:                               # stamp_joint: the age of this very state
             age = max(clock_now - measured, 0.0)
             mean = self._age_mean = age if self._age_mean is None else (
                 self._age_mean + AGE_ALPHA * (age - self._age_mean))
             horizon = max(delay + age - mean, 0.0)
-            reference = self.sampler.sample(measured + horizon)
+            acts = measured + horizon
         if horizon > 0.0:                   # the state then, accelerating as the reference
-            a = reference.accelerations
+            #                                 does over the horizon: its mean acceleration,
+            #                                 that of the middle (the end's overshoots q̇ by
+            #                                 q⃛_d h²/2, which kd turns into a lag)
+            a = self.sampler.accelerations(acts - 0.5 * horizon)
             q, qd = q + (qd + 0.5 * a * horizon) * horizon, qd + a * horizon
+        reference = self.sampler.sample(acts)
         if self._continuous:                # the wrapped error: q_d within half a turn of q
             reference = replace(reference, positions=self.sampler.near(reference.positions,
                                                                        q))
