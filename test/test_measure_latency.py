@@ -16,23 +16,31 @@ T = 0.001          # s: the plant's tick and the interval of the states
 AGE = 0.0007       # s: each state is stamped this long after its measurement
 
 
-def simulate(estimate, arrivals, ticks, seed=0):
+def simulate(estimate, arrivals, ticks, seed=0, silent=lambda j: False):
     """A plant ticking every T: the state measured at tick j (stamped j T + AGE) is answered
     by a command that reaches the plant arrivals(j) after the measurement; at each tick the
     plant applies the newest command that has arrived, and the next state reports it as
-    applied. Returns the true dead time of every tick: the middle of the tick minus the
+    applied. A tick j with silent(j) sends no state (as the plant behind
+    topic_based_ros2_control one tick in ten): the cycle then answers the last state sent
+    again (joint_state_broadcaster repeats it), its command timed from that state's
+    measurement. Returns the true dead time of every tick: the middle of the tick minus the
     measurement time of the state the applied command answered."""
     rng = np.random.default_rng(seed)
     commands = []                               # (arrival time, measured at, effort)
     truth = []
     applied = None
+    last_sent = 0.0
     for j in range(ticks):
         m = j * T
-        if applied is not None:                 # the state at m reports the last tick's
-            estimate.echoed(m + AGE, applied[1])
+        if silent(j):
+            measured = last_sent                # the state answered: the last one sent
+        else:
+            measured = last_sent = m
+            if applied is not None:             # the state at m reports the last tick's
+                estimate.echoed(m + AGE, applied[1])
         effort = rng.normal(size=6)
-        estimate.sent(m + AGE, effort)          # the cycle answering it (its stamp)
-        commands.append((m + arrivals(j), m, effort))
+        estimate.sent(measured + AGE, effort)   # the cycle answering it (its stamp)
+        commands.append((m + arrivals(j), measured, effort))
         arrived = [c for c in commands if c[0] <= m + 1e-12]
         if arrived:
             newest = max(arrived, key=lambda c: c[1])
@@ -59,6 +67,32 @@ def test_late_commands_lengthen_the_measured_dead_time_by_the_time_they_lose():
     truth = simulate(estimate, lambda j: (0.6 if j % 3 else 1.2) * T, 3000)
     assert truth.mean() > 1.7 * T
     assert estimate.value == pytest.approx(truth[-600:].mean(), abs=0.03 * T)
+
+
+@pytest.mark.parametrize('late', [False, True])
+def test_ticks_without_a_state_leave_the_estimate_on_the_true_dead_time(late):
+    """One tick in ten sends no state (and, `late`, one command in four misses its tick):
+    the states are 1.1 ticks apart on average, but each still reports the effort of its last
+    tick alone. Centred on the mean interval the samples came out 0.05 ticks short."""
+    estimate = LoopDelayEstimate(0.0)
+    truth = simulate(estimate, lambda j: (1.2 if late and j % 4 == 1 else 0.6) * T, 4000,
+                     silent=lambda j: j % 10 == 9)
+    assert estimate.period == pytest.approx(T, abs=1e-9)
+    assert estimate.value == pytest.approx(truth[-1000:].mean(), abs=(0.03 if late else 0.01) * T)
+
+
+def test_the_tick_follows_a_simulator_that_changes_its_rate():
+    """Every interval twice the tick for WINDOW states in a row: a new tick, not skipped
+    states."""
+    estimate = LoopDelayEstimate(0.0)
+    stamp = 0.0
+    for j in range(300):
+        stamp += T
+        estimate.echoed(stamp, np.zeros(6))
+    for j in range(loop_delay.WINDOW + 300):
+        stamp += 2 * T
+        estimate.echoed(stamp, np.zeros(6))
+    assert estimate.period == pytest.approx(2 * T, abs=1e-9)
 
 
 def test_the_estimate_follows_a_change_of_load_within_a_few_hundred_states():
