@@ -160,8 +160,57 @@ def test_the_arm_keeps_to_the_wall_clock_when_the_phase_lock_moves_the_ticks(pla
         wall + (first - origin), abs=1e-12)     # from the first tick's first due time
 
 
+def test_each_state_is_the_arm_at_its_stamp_while_the_phase_lock_moves_the_ticks(plant):
+    """Commands arriving 0.4 and 0.1 period before the ticks are due, in turn: the lock
+    moves the grid earlier at every other tick (0.3 period of error: 15 µs), and a tick that
+    comes earlier integrates that much less, but only once its state has gone out. Each
+    state is still the arm at its stamp: the command held from the first state's stamp to
+    its own (stamped on the moved grid, every other state was the arm 15 µs after its
+    stamp)."""
+    period, model = plant.tick_period, plant.model
+    tau = dynamics.gravity_torques(model, Q0) + np.array([2.0, -1.5, 1.0, 0.01, -0.01, 0.005])
+    plant.command(tau)
+    origin = plant._wall_start
+    plant.get_clock = lambda: types.SimpleNamespace(now=lambda: types.SimpleNamespace(
+        nanoseconds=_ns(plant.steady.now)))                 # the node clock runs with it
+    for k in range(120):
+        early = 0.4 if k % 2 else 0.1
+        plant._lock_phase(plant._wall_start + plant.ticks * period - early * period)
+        plant.steady.now = plant._wall_start + plant.ticks * period + 0.02 * period
+        plant._free_running_tick()
+    assert origin - plant._wall_start > 0.5 * period             # the lock acted
+    first, states = plant.published[0][0], plant.published[1:]
+    for stamp, q, _ in states[-20:]:
+        held = (stamp - first) * 1e-9
+        steps = 10 * round(held / period)
+        expected, _, _, _ = engines.OwnEngine(model, held / steps).advance(
+            model, Q0, np.zeros(6), tau, steps)
+        np.testing.assert_allclose(q, expected, rtol=0, atol=1e-9)
+
+
 def _ns(seconds):
     return round(seconds * 1e9)
+
+
+def test_a_preemption_between_the_clock_readings_does_not_move_the_stamp(plant):
+    """The loop is preempted for 30 µs right after it read the node clock (a busy machine):
+    the state is still stamped when its tick was due (the node clock is read again between
+    two steady readings no more than 5 µs apart), not 30 µs before."""
+    period = plant.tick_period
+    plant.command(dynamics.gravity_torques(plant.model, Q0))
+    preempted = []
+
+    def node_now():
+        now = _ns(plant.steady.now)
+        if not preempted:
+            preempted.append(True)
+            plant.steady.now += 30e-6
+        return types.SimpleNamespace(nanoseconds=now)
+    plant.get_clock = lambda: types.SimpleNamespace(now=node_now)
+    plant.steady.now = plant._wall_start + 0.3 * period
+    plant._free_running_tick()
+    assert preempted
+    assert [p[0] for p in plant.published] == [_ns(plant._wall_start)]
 
 
 def test_a_state_is_stamped_when_its_tick_was_due_not_when_the_loop_woke(plant):

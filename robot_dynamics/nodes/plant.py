@@ -67,6 +67,8 @@ SERVICE_PERIOD = 0.01  # s: the free-running loop lets the executor run this oft
 IDLE_PUBLISH_PERIOD = 0.1  # wall s between states while publish_on_command hears no command
 PHASE_TARGET = 0.1    # publish_on_command: a tick this many periods after a command arrives
 PHASE_GAIN = 0.05     # ... the share of the phase error corrected at each tick
+CLOCK_READS = 3       # free-running: tries to read the node clock between two steady readings
+CLOCK_READ_SPAN = 5e-6   # s apart at most (else the narrowest of the tries)
 QUEUE_DRAIN_PERIOD = 10    # ... one answered tick in this many publishes no state
 SAME_CLOCK = 1.0      # s: a command stamp this close to the plant's system clock is on it
 LOCKSTEP_HINT = 5.0   # wall s without a first command in lock-step before saying why
@@ -573,8 +575,9 @@ class PlantSimulator(Node):
         if self._publication_due():
             if self._drain_tick():
                 self._command_heard = False
-            else:
-                self._publish(clock_ns)
+            else:               # a grid moved earlier (the stretch < 0 still to come off
+                #                 the next ticks): the arm is that much ahead of the tick
+                self._publish(clock_ns - min(round(self._stretch * 1e9), 0))
         self._integrate(clock_ns * 1e-9, 1)
 
     def _integrate(self, now, ticks):
@@ -646,10 +649,21 @@ class PlantSimulator(Node):
         """The node clock [ns] when the tick being integrated was due on the grid of the
         plant's own loop (not when the loop woke up for it: that jitter is not the arm's),
         else now."""
-        now_ns = self.get_clock().now().nanoseconds
         if not self._grid_stamps or self._wall_start is None:
-            return now_ns
-        late = time.monotonic() - (self._wall_start + (self.ticks - 1) * self.tick_period)
+            return self.get_clock().now().nanoseconds
+        best = None
+        for _ in range(CLOCK_READS):   # the node clock between two steady readings: a
+            #                            preemption between two single readings (tens of µs
+            #                            under load) would stamp the state that much early
+            before = time.monotonic()
+            now_ns = self.get_clock().now().nanoseconds
+            after = time.monotonic()
+            if best is None or after - before < best[0]:
+                best = (after - before, now_ns, 0.5 * (before + after))
+            if after - before <= CLOCK_READ_SPAN:
+                break
+        _, now_ns, steady = best
+        late = steady - (self._wall_start + (self.ticks - 1) * self.tick_period)
         if late <= 0.0:
             return now_ns
         return now_ns - round(late * 1e9)
