@@ -454,16 +454,16 @@ def jtc_gains(model, q, omega, integral):
 
 def show(label, result):
     runs = result.get('runs', ())
-    print(f'{label}: largest error {1e3 * result["max"].max():.2f} mrad (rms '
-          f'{1e3 * np.sqrt((result["rms"] ** 2).mean()):.2f}), settling '
+    print(f'{label}: largest error {1e3 * result["max"].max():.3g} mrad (rms '
+          f'{1e3 * np.sqrt((result["rms"] ** 2).mean()):.3g}), settling '
           f'{result["settle"]:.3f} s, {result["states"]} states'
           + (f'; the median of {len(runs)} runs: '
-             + ', '.join(f'{1e3 * v:.2f}' for v in sorted(runs)) + ' mrad'
+             + ', '.join(f'{1e3 * v:.3g}' for v in sorted(runs)) + ' mrad'
              if len(runs) > 1 else ''))
-    print('    max error [mrad] ' + ' '.join(f'{1e3 * v:8.2f}' for v in result['max']))
+    print('    max error [mrad] ' + ' '.join(f'{1e3 * v:8.4f}' for v in result['max']))
     print('    max |effort|     ' + ' '.join(f'{v:8.2f}' for v in result['effort']))
     if result.get('seen_max') is not None:
-        print('    ~/error max      ' + ' '.join(f'{1e3 * v:8.2f}' for v in result['seen_max']))
+        print('    ~/error max      ' + ' '.join(f'{1e3 * v:8.4f}' for v in result['seen_max']))
     for hop, (median, p99, count) in result.get('hops', {}).items():
         print(f'    hop {hop:34s} median {median:.3f} ms, p99 {p99:.3f} ms ({count})')
     for line in result.get('logs', ()):

@@ -65,8 +65,8 @@ def summary(largest):
     lines = []
     for path, values in largest.items():
         lines.append(f'{path}: largest error of each run '
-                     + ', '.join(f'{1e3 * v:.2f}' for v in values)
-                     + f' mrad; median {1e3 * statistics.median(values):.3f} mrad')
+                     + ', '.join(f'{1e3 * v:.4f}' for v in values)
+                     + f' mrad; median {1e3 * statistics.median(values):.4f} mrad')
     if all(largest.get(path) for path in ('direct', 'ours')):
         ratio = statistics.median(largest['ours']) / statistics.median(largest['direct'])
         lines.append(f'through ros2_control / direct, medians of {len(largest["ours"])} '

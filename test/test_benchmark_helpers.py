@@ -58,7 +58,7 @@ def test_the_ros2_control_tracking_summary_is_the_ratio_of_the_medians_against_3
     tracking = benchmark_module('ros2_control_tracking')
     direct = [2e-5, 1e-5, 5e-5]                         # median 0.02 mrad
     met = tracking.summary({'direct': direct, 'ours': [6e-5, 2e-4, 3e-5]})
-    assert 'median 0.020 mrad' in met and 'median 0.060 mrad' in met
+    assert 'median 0.0200 mrad' in met and 'median 0.0600 mrad' in met
     assert met.endswith('medians of 3 interleaved runs: 3.00, target <= 3: met')
     missed = tracking.summary({'direct': direct, 'ours': [6.2e-5, 7e-5, 6.1e-5]})
     assert missed.endswith('3.10, target <= 3: not met')
