@@ -143,8 +143,8 @@ def start(command, log=None):
     """The process, its output into the file `log` (else a pipe)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in [os.environ.get('PYTHONPATH')] if p]), PYTHONUNBUFFERED='1')
-    process = subprocess.Popen(command, env=env, stdout=log or subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, env=env, stdout=log or subprocess.PIPE,   # cwd: see
+                               stderr=subprocess.STDOUT, text=True, cwd=REPO)   # jtc_yardstick
     process.log = log
     return process
 

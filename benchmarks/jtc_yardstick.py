@@ -82,8 +82,11 @@ class Stack:
     def start(self, name, command):
         log = open(os.path.join(self.folder, f'{name}.log'), 'w')
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
+        # cwd: `python -m` puts the working directory first on the path, before PYTHONPATH:
+        # started from another checkout, the nodes were that checkout's code
         self.processes.append((name, subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)))
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+            cwd=REPO)))
 
     def stop(self):
         for _, process in reversed(self.processes):
