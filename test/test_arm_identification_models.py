@@ -240,10 +240,13 @@ def test_friction_laws_velocity_scales_and_offsets_are_recovered(panda):
 def test_velocity_scales_are_refined_off_the_grid(panda):
     """A v_s between two grid points (0.03 rad/s; the points are a factor 1.26 apart) is
     found to a few per cent, and the Stribeck level with it, not the nearer grid point with
-    a level off by a third."""
+    a level off by a third. With little measurement noise: at 0.005 N m of effort noise
+    the estimate itself scatters by ±4 % from one noise draw to the next (0.0288, 0.0312,
+    0.0302 rad/s for seeds 3-5), and whether it fell within 3 % turned on the draw and on
+    the machine (the excitation's optimisation follows its BLAS)."""
     prior, rigid, excitation, _ = panda
     true = with_drive(rigid, LAWS, VELOCITIES, np.linspace(-0.5, 0.5, 7) * [1, 0, 1, 1, 1, 0, 1])
-    data = open_loop(true, excitation, 500.0, (1e-4, 0.0, 0.005), 3)
+    data = open_loop(true, excitation, 500.0, (1e-5, 0.0, 5e-4), 3)
     model = ai.identify_arm(prior, *data, offset=True, friction=LAWS).model
     nearest = min(ai.VELOCITY_GRID, key=lambda v: abs(math.log(v / VELOCITIES[2])))
     assert abs(nearest / VELOCITIES[2] - 1.0) > 0.05         # the grid alone is off
