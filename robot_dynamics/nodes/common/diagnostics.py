@@ -311,7 +311,7 @@ class ControllerDiagnostics(Diagnostics):
             return (f'{estimate.value * 1e3:.3f} ms (measure_latency: no state has echoed a '
                     f'command yet; {counts})')
         return (f'{estimate.value * 1e3:.3f} ms (measured: {estimate.samples} states echoed a '
-                f'command; {counts})')
+                f'command, {estimate.inferred} ticks without a state inferred; {counts})')
 
     @staticmethod
     def _state_age(node):

@@ -83,7 +83,8 @@ class ComputedTorqueController(ControllerParameters, JointStateInput, LawSelecti
             estimate = self.loop_delay
             self.get_logger().info(
                 f'measure_latency: the dead time at the end {estimate.value * 1e3:.3f} ms; '
-                f'{estimate.samples} states echoed a command, {estimate.unmatched} none, '
+                f'{estimate.samples} states echoed a command (and {estimate.inferred} ticks '
+                f'without a state before them), {estimate.unmatched} none, '
                 f'{estimate.ambiguous} one sent more than once')
         self._zero_on_exit()
         action = getattr(self, '_action', None)
