@@ -144,8 +144,10 @@ CONTROLLER = (
         'measure latency_compensation while running from the efforts /joint_states '
         'reports: a simulated arm that reports the effort it applied (this package\'s '
         'plant, also behind topic_based_ros2_control and joint_state_broadcaster) shows '
-        'in each state which command acted over the tick before it; the running mean '
-        '(over about 100 states) of those dead times replaces latency_compensation, '
+        'in each state which command acted over the tick before it (a state after a gap '
+        'also stands for the ticks without a state before it, each with the command that '
+        'most likely acted in it); the running mean (over about 100 states) of those dead '
+        'times replaces latency_compensation, '
         'which is its start value. A real arm reports measured torques, which equal no '
         'command: then latency_compensation stays as set (said once)')),
     Parameter('state_age', 'double', default=0.0, minimum=0.0, maximum=0.1, live=True,
