@@ -107,7 +107,7 @@ def rclpy_latched():
 class Loop:
     """Plant + controller + operator in one executor, simulated time in lock-step."""
 
-    def __init__(self, robot, noise=()):
+    def __init__(self, robot, noise=(), controller_parameters=()):
         preset, (self.start, self.goal), limits = ROBOTS[robot]
         self.payload = payload = scenario.PAYLOADS[robot]
         self.limits = limits
@@ -128,7 +128,7 @@ class Loop:
                 Parameter('use_sim_time', value=True),
                 Parameter('control_mode', value='on_state'),
                 Parameter('state_timeout', value=0.5),
-                Parameter('publish_state', value=True), *limits]))
+                Parameter('publish_state', value=True), *limits, *controller_parameters]))
         self.operator = self.harness.add(Operator(context, self.plant, self.controller.joints))
         self.harness.spin_until(lambda: self.operator.ready()
                                 and self.controller._status == 'holding', 'the loop closed')

@@ -274,7 +274,8 @@ CONTROLLER = (
               maximum=1000000000.0,
               description=(
         'low-pass cut-off of the regressor rows [Hz] (instead of differentiating the '
-        'measured velocity)')),
+        'measured velocity); lower on noisy joint states (2.5 Hz: less noise bias, and '
+        'rows kept every 1/(4 cut-off) s, so excite 15 s or more)')),
     Parameter('identification.max_condition', 'double', default=300.0, minimum=0.0,
               exclusive_minimum=True,
               maximum=1000000000.0,
