@@ -290,9 +290,18 @@ def test_the_phase_lock_puts_the_ticks_just_after_the_commands_from_any_start():
 
 def test_publish_on_command_answers_commands_and_is_quiet_without_them():
     """Free-running on the wall clock: before any command a state only every 0.1 s (by the
-    stamps); then a state after each command, never two within one tick whatever came."""
+    stamps); then a state after each command, never two within one tick whatever came (by
+    the plant's tick count at each state: the stamps of consecutive ticks can be a few ms
+    apart when a timer call ran late, as on a busy CI machine)."""
     harness, plant, hardware = start('publish_clock:=false', 'publish_on_command:=true',
                                      'publish_rate:=100.0', 'command_timeout:=0.0')
+    published_at = []                                      # the plant's tick at each state
+    publish = plant._publish
+
+    def counted(*args, **kwargs):
+        published_at.append(plant.ticks)
+        return publish(*args, **kwargs)
+    plant._publish = counted
     try:
         harness.spin_until(lambda: len(hardware.states) >= 3, 'three idle states')
         idle = np.diff(hardware.stamps()[:3])
@@ -306,8 +315,8 @@ def test_publish_on_command_answers_commands_and_is_quiet_without_them():
         for _ in range(4):                                 # a burst: one state a tick
             hardware.command(JOINTS, tau)
         harness.spin_until(lambda: len(hardware.states) > seen, 'the answer to the burst')
-        stamps = hardware.stamps()[seen - 5:]
-        assert (np.diff(stamps) >= 0.005e9).all(), np.diff(stamps)   # not two a tick
+        assert len(published_at) >= 6, published_at       # five answers and the burst's
+        assert (np.diff(published_at) >= 1).all(), published_at      # not two a tick
         assert plant.publish_on_command and not plant.braked
     finally:
         harness.close()
