@@ -35,6 +35,7 @@ from robot_dynamics.identification.recordings import read_joint_states  # noqa: 
 from robot_dynamics.model import RobotModel  # noqa: E402
 from robot_dynamics.nodes.controller import ComputedTorqueController  # noqa: E402
 from robot_dynamics.nodes.identify import main as identify  # noqa: E402
+from robot_dynamics.nodes.identify.excite import ExcitationRecorder  # noqa: E402
 from robot_dynamics.nodes.plant import PlantSimulator  # noqa: E402
 from robot_dynamics.nodes.send_trajectory import trajectory_message  # noqa: E402
 from robot_dynamics.trajectories.profiles import sample_profile  # noqa: E402
@@ -227,6 +228,45 @@ def test_excite_without_control_msgs_sends_the_motion_on_the_topic(tmp_path):
     assert recording.duration >= duration - 0.1
     assert len(recording.segments()) == 1
     assert np.all(np.ptp(recording.q, axis=0) > 0.05)                   # every joint moved
+
+
+def test_stopping_the_recorder_keeps_the_states_delivered_but_not_yet_taken():
+    """On a busy machine the goal's result can be handled while states of the motion's
+    last moments still wait in the recorder's queue: stopping takes them, in order. Here the
+    recorder's node is never spun; a witness on the same topic shows they were delivered."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+
+    class Recorder(Node):
+        _on_raw_state = ExcitationRecorder._on_raw_state
+        stop_recording = ExcitationRecorder.stop_recording
+
+    harness = RosHarness()
+    recorder = Recorder('recorder', context=harness.context)
+    try:
+        recorder.recorded, recorder._recording = [], True
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        recorder._recorder = recorder.create_subscription(
+            JointState, 'recorded_states', recorder._on_raw_state, qos, raw=True)
+        seen = []
+        node = harness.add(Node('witness_and_publisher', context=harness.context))
+        node.create_subscription(JointState, 'recorded_states', seen.append, qos)
+        publisher = node.create_publisher(JointState, 'recorded_states', qos)
+        harness.spin_until(lambda: publisher.get_subscription_count() == 2, 'both matched')
+        for k in range(5):
+            state = JointState(name=list(JOINTS), position=[0.1 * k] * 6)
+            state.header.stamp.sec = k + 1
+            publisher.publish(state)
+        harness.spin_until(lambda: len(seen) == 5, 'the witness has the five')
+        assert recorder.recorded == []                    # nothing taken by an executor
+        recorder.stop_recording()
+        stamps = [deserialize_message(data, JointState).header.stamp.sec
+                  for _, data in recorder.recorded]
+        assert stamps == [1, 2, 3, 4, 5]
+        assert recorder._recorder is None
+    finally:
+        recorder.destroy_node()
+        harness.close()
 
 
 def test_an_aborted_excitation_keeps_its_recording_and_says_so(tmp_path):

@@ -139,10 +139,14 @@ class ExcitationRecorder(ExcitationSender):
             self.recorded.append((self.get_clock().now().nanoseconds, data))
 
     def stop_recording(self):
-        self._recording = False
+        """Stop, with the states already delivered to the recorder but not yet taken by the
+        executor (on a busy machine the goal's result can be handled before them: the last
+        moments of the motion, an abort's cause among them, would be lost)."""
         if self._recorder is not None:
+            take_waiting(self._recorder, self._on_raw_state)
             self.destroy_subscription(self._recorder)
             self._recorder = None
+        self._recording = False
 
     def effort_timing(self, chosen=None):
         """(timing, why): `chosen`, else held_before for this package's plant, else
@@ -205,6 +209,19 @@ class ExcitationRecorder(ExcitationSender):
                           f'{timeout:g} s')
                 return NOT_ENDED
         return STOPPED
+
+
+def take_waiting(subscription, callback):
+    """Call `callback` with each message waiting in `subscription`'s queue, oldest first
+    (raw subscriptions get the CDR bytes); nothing on an rclpy without take_message."""
+    handle = subscription.handle
+    if not hasattr(handle, 'take_message'):
+        return
+    with handle:
+        taken = handle.take_message(subscription.msg_type, subscription.raw)
+        while taken is not None:
+            callback(taken[0])
+            taken = handle.take_message(subscription.msg_type, subscription.raw)
 
 
 def _stamp(data):
